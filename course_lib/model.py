@@ -1,0 +1,246 @@
+"""The whole encoder-decoder Transformer of "Attention Is All You Need", sized for a laptop CPU.
+
+    src ids -> TokenEmbedding + positions -> Encoder (n_encoder_layers) -> memory
+    tgt ids -> TokenEmbedding + positions -> Decoder (n_decoder_layers, attends to memory) -> logits
+
+Checked against ``nn.Transformer`` with copied weights (post-norm and pre-norm, padded batches)
+in ``tests/test_model.py``; causality and padding invariance are tested there too.
+"""
+
+from __future__ import annotations
+
+from contextlib import contextmanager
+from dataclasses import asdict, dataclass
+
+import torch
+from torch import nn
+
+from .attention import MultiHeadAttention
+from .embeddings import LearnedPositionalEmbedding, SinusoidalPositionalEncoding, TokenEmbedding, check_token_ids
+from .layers import DecoderLayer, EncoderLayer, LayerNorm
+from .masks import decoder_self_attention_mask, padding_mask
+
+
+@dataclass
+class TransformerConfig:
+    """Every size and switch of the model. The defaults train on a 2-core CPU in minutes."""
+
+    src_vocab_size: int = 1000  # source (German) vocabulary size, specials included
+    tgt_vocab_size: int = 1000  # target (English) vocabulary size, specials included
+    d_model: int = 64  # width of every token vector
+    n_heads: int = 4  # attention heads per attention block; d_head = d_model // n_heads
+    n_encoder_layers: int = 2  # encoder depth
+    n_decoder_layers: int = 2  # decoder depth
+    d_ff: int = 256  # hidden size of the feed-forward block (4 * d_model, as in the paper)
+    dropout: float = 0.1  # dropout on residual branches, attention weights and FFN hidden units
+    max_len: int = 128  # longest sequence (tokens incl. <bos>/<eos>) the position table covers
+    pad_id: int = 0  # id of <pad> in both vocabularies
+    norm_first: bool = False  # False: post-norm (the paper); True: pre-norm
+    final_norm: bool | None = None  # LayerNorm after each stack; None means "only with pre-norm"
+    tie_embeddings: bool = False  # share the target embedding matrix with the output projection
+    positional: str = "sinusoidal"  # "sinusoidal" (fixed table) or "learned" (one vector per position)
+
+    def __post_init__(self):
+        if self.d_model % self.n_heads != 0:
+            raise ValueError(f"d_model must be divisible by n_heads, got d_model={self.d_model}, n_heads={self.n_heads}")
+        if self.positional not in ("sinusoidal", "learned"):
+            raise ValueError(f"positional must be 'sinusoidal' or 'learned', got {self.positional!r}")
+        for name in ("src_vocab_size", "tgt_vocab_size", "d_model", "n_heads", "d_ff", "max_len"):
+            if getattr(self, name) <= 0:
+                raise ValueError(f"{name} must be positive, got {getattr(self, name)}")
+        if not 0.0 <= self.dropout < 1.0:
+            raise ValueError(f"dropout must be in [0, 1), got {self.dropout}")
+
+    @property
+    def d_head(self) -> int:
+        return self.d_model // self.n_heads
+
+    @property
+    def use_final_norm(self) -> bool:
+        return self.norm_first if self.final_norm is None else self.final_norm
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+def _positions(config: TransformerConfig) -> nn.Module:
+    if config.positional == "learned":
+        return LearnedPositionalEmbedding(config.max_len, config.d_model, config.dropout)
+    return SinusoidalPositionalEncoding(config.d_model, config.max_len, config.dropout)
+
+
+class Encoder(nn.Module):
+    """Source embedding, positions and a stack of encoder layers.
+
+    Args:
+        config: the model configuration.
+    """
+
+    def __init__(self, config: TransformerConfig):
+        super().__init__()
+        self.config = config
+        self.embedding = TokenEmbedding(config.src_vocab_size, config.d_model, config.pad_id)
+        self.positions = _positions(config)
+        self.layers = nn.ModuleList(
+            EncoderLayer(config.d_model, config.n_heads, config.d_ff, config.dropout, config.norm_first)
+            for _ in range(config.n_encoder_layers)
+        )
+        self.norm = LayerNorm(config.d_model) if config.use_final_norm else nn.Identity()
+
+    def forward(self, src: torch.Tensor, src_mask: torch.Tensor | None = None) -> torch.Tensor:
+        """src ``(batch, src_len)`` ids -> memory ``(batch, src_len, d_model)``."""
+        if src_mask is None:
+            src_mask = padding_mask(src, self.config.pad_id)  # (batch, 1, 1, src_len)
+        x = self.positions(self.embedding(src))  # (batch, src_len, d_model)
+        for layer in self.layers:
+            x = layer(x, src_mask)
+        return self.norm(x)
+
+
+class Decoder(nn.Module):
+    """Target embedding, positions and a stack of decoder layers (no output projection).
+
+    Args:
+        config: the model configuration.
+    """
+
+    def __init__(self, config: TransformerConfig):
+        super().__init__()
+        self.config = config
+        self.embedding = TokenEmbedding(config.tgt_vocab_size, config.d_model, config.pad_id)
+        self.positions = _positions(config)
+        self.layers = nn.ModuleList(
+            DecoderLayer(config.d_model, config.n_heads, config.d_ff, config.dropout, config.norm_first)
+            for _ in range(config.n_decoder_layers)
+        )
+        self.norm = LayerNorm(config.d_model) if config.use_final_norm else nn.Identity()
+
+    def forward(
+        self,
+        tgt: torch.Tensor,
+        memory: torch.Tensor,
+        src_mask: torch.Tensor | None,
+        tgt_mask: torch.Tensor | None = None,
+    ) -> torch.Tensor:
+        """Decode.
+
+        Args:
+            tgt: decoder input ids ``(batch, tgt_len)`` (starting with ``<bos>``).
+            memory: encoder output ``(batch, src_len, d_model)``.
+            src_mask: source padding mask ``(batch, 1, 1, src_len)``.
+            tgt_mask: defaults to target padding AND causal, ``(batch, 1, tgt_len, tgt_len)``.
+
+        Returns:
+            Hidden states ``(batch, tgt_len, d_model)``.
+        """
+        if tgt_mask is None:
+            tgt_mask = decoder_self_attention_mask(tgt, self.config.pad_id)  # (batch, 1, tgt_len, tgt_len)
+        x = self.positions(self.embedding(tgt))  # (batch, tgt_len, d_model)
+        for layer in self.layers:
+            x = layer(x, memory, tgt_mask, src_mask)
+        return self.norm(x)
+
+
+class Transformer(nn.Module):
+    """Encoder-decoder Transformer for translation.
+
+    Args:
+        config: a :class:`TransformerConfig`.
+    """
+
+    def __init__(self, config: TransformerConfig):
+        super().__init__()
+        self.config = config
+        self.encoder = Encoder(config)
+        self.decoder = Decoder(config)
+        self.generator = nn.Linear(config.d_model, config.tgt_vocab_size)  # hidden -> logits over the target vocab
+        self._reset_parameters()
+        if config.tie_embeddings:
+            self.generator.weight = self.decoder.embedding.embedding.weight
+
+    def _reset_parameters(self) -> None:
+        # Xavier for every matrix in the attention and feed-forward blocks (as nn.Transformer does),
+        # but NOT for the embeddings: they keep N(0, d_model^-0.5) and their zero padding row.
+        for name, param in self.named_parameters():
+            if param.dim() > 1 and ".embedding." not in name:
+                nn.init.xavier_uniform_(param)
+
+    def num_parameters(self) -> int:
+        """Number of trainable parameters (a tied matrix counted once)."""
+        return sum(p.numel() for p in self.parameters() if p.requires_grad)
+
+    def _check_ids(self, ids: torch.Tensor, vocab_size: int, name: str) -> None:
+        check_token_ids(ids, vocab_size, name)
+        if ids.size(1) > self.config.max_len:
+            raise ValueError(f"{name} has length {ids.size(1)}, longer than max_len={self.config.max_len}")
+
+    def encode(self, src: torch.Tensor) -> torch.Tensor:
+        """src ``(batch, src_len)`` -> memory ``(batch, src_len, d_model)``."""
+        self._check_ids(src, self.config.src_vocab_size, "src")
+        return self.encoder(src, padding_mask(src, self.config.pad_id))
+
+    def decode(self, tgt: torch.Tensor, memory: torch.Tensor, src: torch.Tensor) -> torch.Tensor:
+        """Next-token logits for every target position.
+
+        Args:
+            tgt: decoder input ids ``(batch, tgt_len)``, starting with ``<bos>``.
+            memory: output of :meth:`encode`, ``(batch, src_len, d_model)``.
+            src: the source ids ``(batch, src_len)`` (to mask padding in cross-attention).
+
+        Returns:
+            Logits ``(batch, tgt_len, tgt_vocab_size)``.
+        """
+        self._check_ids(tgt, self.config.tgt_vocab_size, "tgt")
+        if memory.dim() != 3 or memory.shape[:2] != src.shape:
+            raise ValueError(
+                f"memory must have shape (batch, src_len, d_model) matching src {tuple(src.shape)}, "
+                f"got {tuple(memory.shape)}"
+            )
+        if tgt.size(0) != src.size(0):
+            raise ValueError(f"tgt and src must have the same batch size, got {tgt.size(0)} and {src.size(0)}")
+        hidden = self.decoder(tgt, memory, padding_mask(src, self.config.pad_id))
+        return self.generator(hidden)  # (batch, tgt_len, tgt_vocab_size)
+
+    def forward(self, src: torch.Tensor, tgt: torch.Tensor) -> torch.Tensor:
+        """Teacher-forced logits.
+
+        Args:
+            src: source ids ``(batch, src_len)``.
+            tgt: decoder input ids ``(batch, tgt_len)`` (``<bos> y1 ... y_{n}``, shifted right).
+
+        Returns:
+            Logits ``(batch, tgt_len, tgt_vocab_size)``; position t predicts token t+1.
+        """
+        return self.decode(tgt, self.encode(src), src)
+
+
+def attention_modules(model: nn.Module) -> dict[str, MultiHeadAttention]:
+    """Every attention block of a model by name, e.g. ``'decoder.layers.0.cross_attn'``."""
+    return {name: m for name, m in model.named_modules() if isinstance(m, MultiHeadAttention)}
+
+
+@contextmanager
+def record_attention(model: nn.Module):
+    """Collect every layer's attention weights during the forward passes inside the block.
+
+    Usage::
+
+        with record_attention(model) as maps:
+            model(src, tgt)
+        maps["decoder.layers.1.cross_attn"]  # (batch, n_heads, tgt_len, src_len)
+
+    The dict is filled when the block exits, with each module's weights from its last call.
+    """
+    modules = attention_modules(model)
+    maps: dict[str, torch.Tensor] = {}
+    for module in modules.values():
+        module.keep_attention = True
+        module.last_attention = None
+    try:
+        yield maps
+    finally:
+        for name, module in modules.items():
+            if module.last_attention is not None:
+                maps[name] = module.last_attention
+            module.keep_attention = False
+            module.last_attention = None

@@ -15,9 +15,9 @@ from __future__ import annotations
 import json
 import os
 from collections import Counter
-from functools import lru_cache
+from collections.abc import Iterable, Sequence
+from functools import cache
 from pathlib import Path
-from typing import Iterable, Sequence
 
 PAD, BOS, EOS, UNK = "<pad>", "<bos>", "<eos>", "<unk>"
 SPECIALS = (PAD, BOS, EOS, UNK)
@@ -28,7 +28,7 @@ _NO_SPACE_BEFORE = {".", ",", "!", "?", ";", ":", ")", "]", "%", "'s", "n't"}
 _NO_SPACE_AFTER = {"(", "["}
 
 
-@lru_cache(maxsize=None)
+@cache
 def _blank_pipeline(lang: str):
     import spacy
 
@@ -116,7 +116,7 @@ class Vocab:
         token_streams: Iterable[Iterable[str]],
         min_freq: int = 1,
         max_size: int | None = None,
-    ) -> "Vocab":
+    ) -> Vocab:
         """Build a vocabulary from tokenized sentences.
 
         Args:
@@ -189,7 +189,7 @@ class Vocab:
         return {"itos": self.itos}
 
     @classmethod
-    def from_dict(cls, data: dict) -> "Vocab":
+    def from_dict(cls, data: dict) -> Vocab:
         itos = data.get("itos") if isinstance(data, dict) else None
         if not isinstance(itos, list) or list(itos[: len(SPECIALS)]) != list(SPECIALS):
             raise ValueError(f"a vocab dict needs 'itos' starting with {list(SPECIALS)}")
@@ -200,7 +200,7 @@ class Vocab:
         Path(path).write_text(json.dumps(self.to_dict(), ensure_ascii=False, indent=0), encoding="utf-8")
 
     @classmethod
-    def load(cls, path: str | os.PathLike) -> "Vocab":
+    def load(cls, path: str | os.PathLike) -> Vocab:
         """Read a vocabulary written by :meth:`save`."""
         path = Path(path)
         if not path.is_file():

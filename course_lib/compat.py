@@ -175,9 +175,9 @@ def transformer_from_torch(
         final_norm=True,
     )
     model = Transformer(config)
-    for src_layer, dst_layer in zip(enc_layers, model.encoder.layers):
+    for src_layer, dst_layer in zip(enc_layers, model.encoder.layers, strict=True):
         copy_encoder_layer(src_layer, dst_layer)
-    for src_layer, dst_layer in zip(dec_layers, model.decoder.layers):
+    for src_layer, dst_layer in zip(dec_layers, model.decoder.layers, strict=True):
         copy_decoder_layer(src_layer, dst_layer)
     copy_layer_norm(torch_model.encoder.norm, model.encoder.norm)
     copy_layer_norm(torch_model.decoder.norm, model.decoder.norm)

@@ -1,0 +1,73 @@
+"""Re-execute notebooks top to bottom in a fresh kernel and store their outputs (``make regenerate``).
+
+Keeps cell tags, slide metadata and the kernelspec; drops per-cell timing metadata and widget
+state, so a regenerated notebook differs from the last one only where its outputs changed. The
+Colab badge and set-up cell are stamped first (scripts/stamp_colab.py). Runs with one torch thread
+(COURSE_NUM_THREADS=1), as CI does.
+
+Usage:
+    python scripts/regenerate_notebooks.py notebooks/*.ipynb
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+from pathlib import Path
+
+import nbformat
+from nbclient import NotebookClient
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from stamp_colab import repository_url, stamp
+
+KERNEL_NAME = "python3"
+
+
+def clean_metadata(nb) -> None:
+    """Remove what changes on every run and means nothing to a reader."""
+    nb.metadata.pop("widgets", None)
+    nb.metadata["kernelspec"] = {"display_name": "Python 3 (ipykernel)", "language": "python", "name": KERNEL_NAME}
+    for cell in nb.cells:
+        cell.metadata.pop("execution", None)
+        cell.metadata.pop("ExecuteTime", None)
+        if cell.cell_type == "code":
+            for output in cell.get("outputs", []):
+                output.get("metadata", {}).pop("execution", None)
+
+
+def regenerate(path: Path, timeout: int = 900) -> float:
+    """Execute one notebook in place; return the seconds it took."""
+    nb = nbformat.read(path, as_version=4)
+    stamp(nb, path, repository_url())
+    os.environ.setdefault("COURSE_NUM_THREADS", "1")
+    client = NotebookClient(
+        nb,
+        timeout=timeout,
+        kernel_name=KERNEL_NAME,
+        resources={"metadata": {"path": str(path.parent)}},
+        record_timing=False,
+        store_widget_state=False,
+    )
+    start = time.perf_counter()
+    client.execute()
+    seconds = time.perf_counter() - start
+    clean_metadata(nb)
+    nbformat.write(nb, path)
+    return seconds
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("notebooks", nargs="+", type=Path)
+    args = parser.parse_args(argv)
+    for path in args.notebooks:
+        seconds = regenerate(path)
+        print(f"{path}: executed in {seconds:.1f} s")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

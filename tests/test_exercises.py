@@ -1,0 +1,43 @@
+"""The exercise framework: checkers pass right answers, fail wrong ones with specifics, and report unattempted ones."""
+
+import torch
+
+from course_lib.exercises import check_answer, check_function, describe_difference
+
+
+def _unattempted(x):
+    raise NotImplementedError
+
+
+def test_check_function_passes_the_reference(capsys):
+    result = check_function("00.1", torch.relu, torch.relu, [("small", (torch.tensor([-1.0, 2.0]),))])
+    assert result and "✅ Exercise 00.1 passed" in capsys.readouterr().out
+
+
+def test_check_function_names_the_failing_case_and_the_difference(capsys):
+    cases = [("positive", (torch.tensor([1.0, 2.0]),)), ("mixed signs", (torch.tensor([-1.0, 2.0]),))]
+    result = check_function("00.1", torch.abs, torch.relu, cases)
+    out = capsys.readouterr().out
+    assert not result and result.status == "failed"
+    assert "mixed signs" in out and "expected 0.0000, got 1.0000" in out and "index (0,)" in out
+
+
+def test_check_function_reports_not_attempted_and_crashes(capsys):
+    assert check_function("00.2", _unattempted, torch.relu, [("x", (torch.ones(1),))]).status == "not attempted"
+    crashed = check_function("00.2", lambda x: x @ x.T @ torch.ones(5), torch.relu, [("x", (torch.ones(2),))])
+    assert crashed.status == "failed" and "raised RuntimeError" in crashed.message
+
+
+def test_describe_difference_shapes_dtypes_and_bools():
+    assert "expected shape (2, 3)" in describe_difference(torch.zeros(3, 2), torch.zeros(2, 3))
+    assert "dtype torch.bool" in describe_difference(torch.zeros(2), torch.zeros(2, dtype=torch.bool))
+    assert "first at (1,)" in describe_difference(torch.tensor([True, True]), torch.tensor([True, False]))
+    assert describe_difference(torch.tensor([1.0]), torch.tensor([1.0 + 1e-7])) is None
+
+
+def test_check_answer_values():
+    assert not check_answer("00.3", None, 4, quiet=True) and check_answer("00.3", None, 4, quiet=True).status == "not attempted"
+    assert check_answer("00.3", 4, 4, quiet=True)
+    wrong = check_answer("00.3", 5, 4, hint="Count the <pad> tokens too.", quiet=True)
+    assert not wrong and "expected 4, got 5" in wrong.message and "Count the <pad>" in wrong.message
+    assert check_answer("00.4", 0.1251, 0.125, quiet=True) and not check_answer("00.4", 0.2, 0.125, quiet=True)

@@ -1,0 +1,183 @@
+"""Notebook hygiene: what strict nbval, students on Colab and instructors presenting would trip over.
+
+Checks every notebook under notebooks/ (without executing it; nbval does that):
+executed top to bottom in one kernel, no stored errors or stderr, no machine-specific paths,
+addresses or timings in compared outputs, no huge outputs, the standard opening cell (badge,
+goals, prerequisites, run time), the stamped Colab set-up cell, a seed cell, slide metadata on
+every cell, ignore tags only with a written reason, at least two self-checking exercises, and a
+closing summary. Also builds slides for one notebook.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+NOTEBOOKS = sorted((ROOT / "notebooks").glob("*.ipynb"))
+SLIDE_TYPES = {"slide", "subslide", "fragment", "-", "skip", "notes"}
+IGNORE_TAGS = ("nbval-ignore-output", "raises-exception", "nbval-skip")
+MACHINE_PATH = re.compile(r"(?<![\w.:/])/(?:[\w.-]+/){2,}[\w.-]*|site-packages")
+ADDRESS = re.compile(r"0x[0-9a-fA-F]{8,}")
+TIMING = re.compile(r"\b\d+(\.\d+)?\s?(s/it|it/s|ms|µs|sec|seconds)\b")
+MAX_OUTPUT_BYTES = 300_000
+MAX_NOTEBOOK_BYTES = 3_000_000
+
+
+def load_sanitizer() -> list[tuple[re.Pattern, str]]:
+    text = (ROOT / "nbval_sanitize.cfg").read_text(encoding="utf-8")
+    return [(re.compile(r), s) for r, s in re.findall(r"^regex: (.*)$\n^replace: (.*)$", text, re.M)]
+
+
+SANITIZER = load_sanitizer()
+
+
+def text_of(output: dict) -> str:
+    if "text" in output:
+        return "".join(output["text"])
+    return "".join(output.get("data", {}).get("text/plain", ""))
+
+
+def sanitized(text: str) -> str:
+    for pattern, replacement in SANITIZER:
+        text = pattern.sub(replacement, text)
+    return text
+
+
+def source(cell: dict) -> str:
+    return "".join(cell.get("source", ""))
+
+
+def tags(cell: dict) -> list[str]:
+    return cell.get("metadata", {}).get("tags", [])
+
+
+@pytest.fixture(params=NOTEBOOKS, ids=[p.name for p in NOTEBOOKS])
+def notebook(request):
+    path = request.param
+    return path, json.loads(path.read_text(encoding="utf-8"))
+
+
+def code_cells(nb: dict) -> list[dict]:
+    return [c for c in nb["cells"] if c["cell_type"] == "code" and source(c).strip()]
+
+
+def test_notebooks_are_numbered_in_order():
+    numbers = [p.name[:2] for p in NOTEBOOKS]
+    assert all(n.isdigit() for n in numbers), numbers
+    assert numbers == sorted(set(numbers)), f"notebook numbers must be unique: {numbers}"
+
+
+def test_executed_top_to_bottom_in_one_kernel(notebook):
+    path, nb = notebook
+    counts = [c.get("execution_count") for c in code_cells(nb)]
+    assert counts == list(range(1, len(counts) + 1)), f"{path.name}: execution counts {counts}"
+
+
+def test_no_errors_or_stderr_stored(notebook):
+    path, nb = notebook
+    for i, cell in enumerate(nb["cells"]):
+        for output in cell.get("outputs", []):
+            assert output["output_type"] != "error", f"{path.name} cell {i}: stored error {output.get('ename')}"
+            if output.get("name") == "stderr" and not set(tags(cell)) & set(IGNORE_TAGS):
+                pytest.fail(f"{path.name} cell {i}: stderr output (warnings differ between machines): {text_of(output)[:200]}")
+
+
+def test_outputs_are_portable_and_small(notebook):
+    path, nb = notebook
+    assert path.stat().st_size <= MAX_NOTEBOOK_BYTES, f"{path.name} is {path.stat().st_size // 1000} kB"
+    for i, cell in enumerate(nb["cells"]):
+        ignored = "nbval-ignore-output" in tags(cell)
+        for output in cell.get("outputs", []):
+            text = sanitized(text_of(output))
+            assert not MACHINE_PATH.search(text), f"{path.name} cell {i}: machine path {MACHINE_PATH.search(text)[0]}"
+            assert len(json.dumps(output)) <= MAX_OUTPUT_BYTES, f"{path.name} cell {i}: output too large"
+            if not ignored:
+                assert not ADDRESS.search(text), f"{path.name} cell {i}: memory address in a compared output"
+                assert not TIMING.search(text), f"{path.name} cell {i}: timing in a compared output: {text[:200]}"
+
+
+def test_opening_cell_has_badge_goals_prerequisites_and_run_time(notebook):
+    path, nb = notebook
+    first = nb["cells"][0]
+    assert first["cell_type"] == "markdown"
+    text = source(first)
+    assert "colab.research.google.com/assets/colab-badge.svg" in text, f"{path.name}: no Open in Colab badge"
+    assert f"/notebooks/{path.name})" in text, f"{path.name}: badge does not point at this notebook"
+    for needle in ("learn", "Prerequisites", "run time"):
+        assert needle.lower() in text.lower(), f"{path.name}: opening cell does not mention '{needle}'"
+
+
+def test_colab_setup_and_seed_cells(notebook):
+    path, nb = notebook
+    setup = [c for c in nb["cells"] if "colab-setup" in tags(c)]
+    assert len(setup) == 1, f"{path.name}: needs exactly one code cell tagged colab-setup"
+    assert setup[0]["metadata"]["slideshow"]["slide_type"] == "skip"
+    first_code = [source(c) for c in code_cells(nb)[:3]]
+    assert any("seed_everything(" in s for s in first_code), f"{path.name}: seed in one of the first code cells"
+
+
+def test_colab_stamp_is_up_to_date():
+    if not NOTEBOOKS:
+        pytest.skip("no notebooks yet")
+    result = subprocess.run(
+        [sys.executable, str(ROOT / "scripts" / "stamp_colab.py"), "--check", *map(str, NOTEBOOKS)],
+        capture_output=True,
+        text=True,
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_every_cell_has_slide_metadata(notebook):
+    path, nb = notebook
+    for i, cell in enumerate(nb["cells"]):
+        slide_type = cell.get("metadata", {}).get("slideshow", {}).get("slide_type")
+        assert slide_type in SLIDE_TYPES, f"{path.name} cell {i}: slide_type {slide_type!r}"
+    assert nb["cells"][0]["metadata"]["slideshow"]["slide_type"] == "slide"
+
+
+def test_ignore_tags_have_a_written_reason(notebook):
+    path, nb = notebook
+    for i, cell in enumerate(nb["cells"]):
+        for tag in set(tags(cell)) & set(IGNORE_TAGS):
+            reason = re.search(rf"^# {tag}: (\S.{{10,}})$", source(cell), re.M)
+            assert reason, f"{path.name} cell {i}: tag {tag} needs a '# {tag}: <reason>' comment in the cell"
+
+
+def test_at_least_two_self_checking_exercises_with_solutions(notebook):
+    path, nb = notebook
+    checks = [c for c in code_cells(nb) if re.search(r"\bnb\d\d\.check_\w+\(", source(c))]
+    assert len(checks) >= 2, f"{path.name}: {len(checks)} exercise check calls (need >= 2)"
+    solutions = [c for c in nb["cells"] if c["cell_type"] == "markdown" and "<details>" in source(c)]
+    assert len(solutions) >= 2, f"{path.name}: solutions in collapsed <details> cells (found {len(solutions)})"
+    for cell in checks:
+        for output in cell.get("outputs", []):
+            assert "❌" not in text_of(output), f"{path.name}: a committed exercise check fails: {text_of(output)}"
+
+
+def test_closing_cell_has_summary_and_whats_next(notebook):
+    path, nb = notebook
+    last = nb["cells"][-1]
+    text = source(last).lower()
+    assert last["cell_type"] == "markdown" and "summary" in text and "next" in text, f"{path.name}: closing cell"
+
+
+def test_kernelspec_is_the_default_python(notebook):
+    path, nb = notebook
+    assert nb["metadata"]["kernelspec"]["name"] == "python3", path.name
+    assert "widgets" not in nb["metadata"], f"{path.name}: stored widget state (regenerate with make regenerate)"
+
+
+def test_slides_build(tmp_path):
+    if not NOTEBOOKS:
+        pytest.skip("no notebooks yet")
+    sys.path.insert(0, str(ROOT / "scripts"))
+    from build_slides import build_slides
+
+    html = build_slides(NOTEBOOKS[0], tmp_path).read_text(encoding="utf-8")
+    assert "reveal" in html.lower() and "<section" in html

@@ -1,0 +1,73 @@
+"""The course map: the encoder-decoder Transformer drawn as boxes, each labelled with its notebook.
+
+``draw_architecture(highlight="04")`` returns a matplotlib Figure of the whole model with the
+parts a notebook builds highlighted, so every notebook can show where its piece sits.
+"""
+
+from __future__ import annotations
+
+import matplotlib.pyplot as plt
+from matplotlib.patches import FancyArrowPatch, FancyBboxPatch
+
+# (label, notebook, x, y, width, height); coordinates in a 10 x 12 canvas.
+_BOXES = [
+    ("German tokens → ids", "01", 0.6, 0.4, 3.8, 0.8),
+    ("English tokens → ids (shifted right)", "01", 5.6, 0.4, 3.8, 0.8),
+    ("Token embedding × √d_model", "02", 0.6, 1.6, 3.8, 0.8),
+    ("Token embedding × √d_model", "02", 5.6, 1.6, 3.8, 0.8),
+    ("+ positional encoding", "03", 0.6, 2.8, 3.8, 0.8),
+    ("+ positional encoding", "03", 5.6, 2.8, 3.8, 0.8),
+    ("Multi-head self-attention\n(padding mask)", "04 05 06", 0.9, 4.2, 3.2, 1.1),
+    ("Add & LayerNorm", "07", 0.9, 5.5, 3.2, 0.6),
+    ("Feed-forward", "07", 0.9, 6.3, 3.2, 0.6),
+    ("Add & LayerNorm", "07", 0.9, 7.1, 3.2, 0.6),
+    ("Masked multi-head self-attention\n(causal + padding mask)", "05 06", 5.9, 4.2, 3.2, 1.1),
+    ("Add & LayerNorm", "07", 5.9, 5.5, 3.2, 0.6),
+    ("Cross-attention\n(queries: English, keys: German)", "09", 5.9, 6.3, 3.2, 1.0),
+    ("Add & LayerNorm", "07", 5.9, 7.5, 3.2, 0.6),
+    ("Feed-forward + Add & LayerNorm", "07", 5.9, 8.3, 3.2, 0.6),
+    ("Linear → softmax over English words", "10", 5.6, 9.9, 3.8, 0.8),
+    ("Greedy / beam search → translation", "11", 5.6, 11.0, 3.8, 0.8),
+]
+_STACKS = [("Encoder layer × N   (08)", "08", 0.6, 4.0, 3.8, 3.9), ("Decoder layer × N   (09)", "09", 5.6, 4.0, 3.8, 5.1)]
+_ARROWS = [
+    ((2.5, 1.2), (2.5, 1.6)), ((2.5, 2.4), (2.5, 2.8)), ((2.5, 3.6), (2.5, 4.2)),
+    ((7.5, 1.2), (7.5, 1.6)), ((7.5, 2.4), (7.5, 2.8)), ((7.5, 3.6), (7.5, 4.2)),
+    ((4.4, 7.4), (5.9, 6.8)),  # memory flows into the decoder's cross-attention
+    ((9.0, 9.1), (9.0, 9.9)), ((7.5, 10.7), (7.5, 11.0)),
+]
+
+
+def draw_architecture(highlight: str | None = None, title: str = "The Transformer you will build"):
+    """Draw the model as boxes; boxes whose notebook numbers include ``highlight`` are coloured.
+
+    Args:
+        highlight: a notebook number such as ``"04"``, or None to colour nothing.
+        title: the figure title.
+
+    Returns:
+        The matplotlib Figure.
+    """
+    fig, ax = plt.subplots(figsize=(10, 11))
+    ax.set_xlim(0, 10)
+    ax.set_ylim(12.2, 0)  # top to bottom: input at the top
+    ax.axis("off")
+    for label, notebook, x, y, w, h in _STACKS:
+        on = highlight is not None and highlight in notebook.split()
+        ax.add_patch(FancyBboxPatch((x, y), w, h, boxstyle="round,pad=0.05", linewidth=2.5 if on else 1.5,
+                                    edgecolor="#c0392b" if on else "#7f8c8d", facecolor="#fdf2e9" if on else "#f4f6f6"))
+        ax.text(x + 0.1, y + h + 0.3, label, ha="left", va="center", fontsize=12, style="italic")
+    for label, notebook, x, y, w, h in _BOXES:
+        on = highlight is not None and highlight in notebook.split()
+        ax.add_patch(FancyBboxPatch((x, y), w, h, boxstyle="round,pad=0.04", linewidth=2 if on else 1,
+                                    edgecolor="#c0392b" if on else "#34495e", facecolor="#f5b7b1" if on else "white"))
+        ax.text(x + w / 2, y + h / 2, label, ha="center", va="center", fontsize=11, weight="bold" if on else None)
+        ax.text(x + w - 0.05, y + 0.05, notebook, ha="right", va="top", fontsize=8, color="#7f8c8d")
+    for start, end in _ARROWS:
+        ax.add_patch(FancyArrowPatch(start, end, arrowstyle="-|>", mutation_scale=14, color="#34495e"))
+    ax.text(2.5, 0.0, "Encoder: reads German", ha="center", fontsize=14, weight="bold")
+    ax.text(7.5, 0.0, "Decoder: writes English", ha="center", fontsize=14, weight="bold")
+    ax.text(5.15, 7.0, "memory", ha="center", fontsize=10, style="italic", rotation=-30)
+    ax.set_title(title + (f" (notebook {highlight} in red)" if highlight else ""), fontsize=16, pad=20)
+    fig.tight_layout()
+    return fig

@@ -42,8 +42,11 @@ class CheckResult:
             return f"⏳ Exercise {self.exercise} not attempted yet: {self.message}"
         return f"❌ Exercise {self.exercise}: {self.message}"
 
-    def __repr__(self) -> str:  # the notebook shows the verdict, not the dataclass
+    def __repr__(self) -> str:  # a Python shell shows the verdict, not the dataclass
         return str(self)
+
+    def _ipython_display_(self) -> None:
+        """Show nothing in Jupyter: the check already printed its verdict (avoids printing it twice)."""
 
 
 def report(exercise: str, status: str, message: str, quiet: bool = False) -> CheckResult:

@@ -1,0 +1,197 @@
+"""Exercise checks for notebook 05 (multi-head attention).
+
+05.1 ``split_heads`` / ``merge_heads``: (batch, seq, d_model) <-> (batch, n_heads, seq, d_head).
+05.2 the parameter count of a multi-head attention block (d_model 512, 8 heads).
+05.3 spot and fix the bug in a complete multi-head attention function (it scrambles tokens).
+
+The checkers compare with ``course_lib.attention.MultiHeadAttention`` and recognise the typical
+reshaping mistakes (a view straight into the head layout, a merge without the transpose back).
+"""
+
+from __future__ import annotations
+
+import torch
+
+from course_lib.exercises import FAILED, PASSED, check_answer, describe_difference, not_attempted, report
+
+ATOL = 1e-5
+
+
+# ----------------------------------------------------------------------------------------------
+# 05.1 split and merge heads
+# ----------------------------------------------------------------------------------------------
+
+
+def _reference_split(x, n_heads):
+    batch, seq, d_model = x.shape
+    return x.view(batch, seq, n_heads, d_model // n_heads).transpose(1, 2)  # (batch, n_heads, seq, d_head)
+
+
+def _reference_merge(x):
+    batch, n_heads, seq, d_head = x.shape
+    return x.transpose(1, 2).contiguous().view(batch, seq, n_heads * d_head)  # (batch, seq, d_model)
+
+
+_SPLIT_MISTAKES = [
+    ("you viewed x straight as (batch, n_heads, seq, d_head): that cuts the sequence of all tokens into chunks, "
+     "so one 'head' row mixes features of different tokens. View as (batch, seq, n_heads, d_head) first, then "
+     "transpose(1, 2)",
+     lambda x, h: x.reshape(x.size(0), h, x.size(1), x.size(2) // h)),
+    ("the shape is (batch, seq, n_heads, d_head): you still need transpose(1, 2) so that heads come before "
+     "the sequence", lambda x, h: x.reshape(x.size(0), x.size(1), h, x.size(2) // h)),
+    ("the shape is right but head and position are swapped inside each token: view as (batch, seq, n_heads, "
+     "d_head), not (batch, seq, d_head, n_heads)",
+     lambda x, h: x.reshape(x.size(0), x.size(1), x.size(2) // h, h).permute(0, 3, 1, 2)),
+]
+
+_MERGE_MISTAKES = [
+    ("you merged with a view/reshape but without transposing back: rows of the result mix pieces of different "
+     "tokens (the bug shown in the notebook). Transpose to (batch, seq, n_heads, d_head) first",
+     lambda x: x.reshape(x.size(0), x.size(2), x.size(1) * x.size(3))),
+]
+
+
+def _split_cases():
+    g = torch.Generator().manual_seed(5)
+    return [
+        ("x of shape (2, 5, 8), n_heads=2", (torch.randn(2, 5, 8, generator=g), 2)),
+        ("x of shape (1, 3, 12), n_heads=3", (torch.randn(1, 3, 12, generator=g), 3)),
+        ("x of shape (3, 7, 16), n_heads=4", (torch.randn(3, 7, 16, generator=g), 4)),
+        ("x of shape (2, 4, 6), n_heads=1 (one big head)", (torch.randn(2, 4, 6, generator=g), 1)),
+    ]
+
+
+def _run(fn, args):
+    """(result, None) or (None, exception)."""
+    try:
+        return fn(*args), None
+    except NotImplementedError:
+        raise
+    except Exception as exc:  # the student's code crashed: reported by the caller
+        return None, exc
+
+
+def _explain(got, expected, mistakes, args) -> str:
+    difference = describe_difference(got, expected, atol=ATOL)
+    for message, wrong in mistakes:
+        if describe_difference(got, wrong(*args), atol=ATOL) is None:
+            return message
+    return difference
+
+
+def check_split_merge(split_heads, merge_heads, quiet: bool = False):
+    """05.1: ``split_heads(x, n_heads)`` and ``merge_heads(x)`` equal course_lib's and undo each other."""
+    exercise = "05.1"
+    cases = _split_cases()
+    try:
+        for description, (x, n_heads) in cases:
+            got, exc = _run(split_heads, (x, n_heads))
+            if exc is not None:
+                return report(exercise, FAILED, f"split_heads on case '{description}' raised {type(exc).__name__}: {exc}",
+                              quiet)
+            expected = _reference_split(x, n_heads)
+            if describe_difference(got, expected, atol=ATOL):
+                why = _explain(got, expected, _SPLIT_MISTAKES, (x, n_heads))
+                return report(exercise, FAILED, f"split_heads on case '{description}': {why}.", quiet)
+        for description, (x, n_heads) in cases:
+            # contiguous in the head layout, as the output of attention is: a transpose then breaks .view
+            heads = _reference_split(x, n_heads).contiguous()
+            got, exc = _run(merge_heads, (heads,))
+            if exc is not None:
+                hint = ""
+                if "view" in str(exc) or "contiguous" in str(exc):
+                    hint = " After a transpose the tensor is not contiguous in memory: call .contiguous() before .view"
+                    hint += " (or use .reshape). Do NOT drop the transpose to make the error go away."
+                return report(exercise, FAILED, f"merge_heads on case '{description}' raised {type(exc).__name__}: "
+                              f"{str(exc).rstrip('.')}.{hint}", quiet)
+            if describe_difference(got, x, atol=ATOL):
+                why = _explain(got, x, _MERGE_MISTAKES, (heads,))
+                return report(exercise, FAILED, f"merge_heads on case '{description}': {why}.", quiet)
+    except NotImplementedError:
+        return not_attempted(exercise, "replace `raise NotImplementedError` in split_heads and merge_heads", quiet)
+    return report(exercise, PASSED, f"split_heads and merge_heads agree with course_lib on all {len(cases)} cases, "
+                  "and merge_heads(split_heads(x)) gives back x.", quiet)
+
+
+# ----------------------------------------------------------------------------------------------
+# 05.2 parameter count
+# ----------------------------------------------------------------------------------------------
+
+
+def check_parameter_count(answer, quiet: bool = False):
+    """05.2: parameters of multi-head attention with d_model 512 and 8 heads (biases included)."""
+    exercise = "05.2"
+    d, h = 512, 8
+    expected = 4 * d * d + 4 * d
+    if answer is not None and (isinstance(answer, bool) or not isinstance(answer, int)):
+        return report(exercise, FAILED, f"expected a whole number (int), got {type(answer).__name__}", quiet)
+    known = {
+        4 * d * d: "that counts the four weight matrices but not their biases (d_model numbers each)",
+        3 * d * d + 3 * d: "that is W_q, W_k and W_v; the output projection W_o has parameters too",
+        h * (4 * d * d + 4 * d): "the number of heads does not multiply the count: the heads share the same "
+        "d_model x d_model projections, each head uses a d_head-wide slice of them",
+        4 * d * (d // h) + 4 * (d // h): "that is the size of one head's slice; the projections are d_model x d_model",
+    }
+    if answer in known:
+        return report(exercise, FAILED, f"expected {expected}, got {answer}: {known[answer]}.", quiet)
+    hint = "Four nn.Linear(d_model, d_model) layers (W_q, W_k, W_v, W_o), each with a bias."
+    return check_answer(exercise, answer, expected, hint=hint, quiet=quiet)
+
+
+# ----------------------------------------------------------------------------------------------
+# 05.3 spot the bug
+# ----------------------------------------------------------------------------------------------
+
+
+def buggy_multi_head_attention(x, mha):
+    """The function of exercise 05.3 as given to the student (the merge forgets to move heads back)."""
+    batch, seq, d_model = x.shape
+    n_heads, d_head = mha.n_heads, mha.d_head
+    q = mha.q_proj(x).reshape(batch, seq, n_heads, d_head).permute(0, 2, 1, 3)
+    k = mha.k_proj(x).reshape(batch, seq, n_heads, d_head).permute(0, 2, 1, 3)
+    v = mha.v_proj(x).reshape(batch, seq, n_heads, d_head).permute(0, 2, 1, 3)
+    scores = q @ k.transpose(-2, -1) / d_head**0.5
+    heads = scores.softmax(dim=-1) @ v
+    merged = heads.reshape(batch, seq, d_model)
+    return mha.out_proj(merged)
+
+
+def _mha_cases():
+    from course_lib.attention import MultiHeadAttention
+
+    with torch.random.fork_rng(devices=[]):  # fixed cases without touching the notebook's random state
+        torch.manual_seed(3)
+        cases = []
+        for d_model, n_heads, batch, seq in [(8, 2, 2, 5), (12, 3, 1, 4), (16, 4, 3, 6)]:
+            mha = MultiHeadAttention(d_model, n_heads).eval()
+            x = torch.randn(batch, seq, d_model)
+            cases.append((f"d_model={d_model}, n_heads={n_heads}, x of shape {(batch, seq, d_model)}", x, mha))
+    return cases
+
+
+def check_fixed_multi_head_attention(student_fn, quiet: bool = False):
+    """05.3: the repaired ``multi_head_attention(x, mha)`` equals ``mha(x, x, x)``."""
+    exercise = "05.3"
+    cases = _mha_cases()
+    outputs = []
+    with torch.no_grad():
+        for description, x, mha in cases:
+            try:
+                got, exc = _run(student_fn, (x, mha))
+            except NotImplementedError:
+                return not_attempted(exercise, quiet=quiet)
+            if exc is not None:
+                return report(exercise, FAILED, f"on case '{description}' your function raised {type(exc).__name__}: "
+                              f"{exc}", quiet)
+            outputs.append(got)
+        if all(describe_difference(got, buggy_multi_head_attention(x, mha), atol=ATOL) is None
+               for got, (_, x, mha) in zip(outputs, cases, strict=True)):
+            return not_attempted(exercise, "the function still gives the buggy output; find the line that scrambles "
+                                 "tokens, fix it", quiet)
+        for got, (description, x, mha) in zip(outputs, cases, strict=True):
+            difference = describe_difference(got, mha(x, x, x), atol=ATOL)
+            if difference:
+                return report(exercise, FAILED, f"on case '{description}': {difference}. Compare each line with "
+                              "the steps of the notebook; only one line was wrong.", quiet)
+    return report(exercise, PASSED, f"all {len(cases)} cases equal course_lib's MultiHeadAttention: the heads go back "
+                  "next to each other (permute / transpose) before the reshape.", quiet)

@@ -1,0 +1,296 @@
+"""Exercise checks for notebook 07 (LayerNorm, residual connections and the feed-forward block).
+
+07.1 ``MyLayerNorm``: LayerNorm as an ``nn.Module`` with a learnable gain and shift.
+07.2 ``fixed_norm``: repair the articles' norm (unbiased std, eps outside the square root).
+07.3 the parameter count of the paper's feed-forward block (d_model 512, d_ff 2048).
+07.4 ``pre_norm_sublayer``: the pre-norm residual wrapper x + sublayer(norm(x)).
+
+Every checker compares with ``course_lib`` / ``nn.LayerNorm`` and names the typical mistake it
+recognises (wrong variance, eps in the wrong place, wrong dimension, post-norm instead of pre-norm).
+"""
+
+from __future__ import annotations
+
+import torch
+from torch import nn
+
+from course_lib.exercises import FAILED, PASSED, check_answer, describe_difference, not_attempted, report
+
+ATOL = 1e-5
+
+
+# ----------------------------------------------------------------------------------------------
+# Reference norms: LayerNorm and the mistakes students (and articles) make
+# ----------------------------------------------------------------------------------------------
+
+
+def _layer_norm(x, weight, bias, eps):
+    mean = x.mean(dim=-1, keepdim=True)
+    var = x.var(dim=-1, keepdim=True, unbiased=False)
+    return (x - mean) / torch.sqrt(var + eps) * weight + bias
+
+
+def articles_norm(x, weight, bias, eps=1e-5):
+    """The articles' version: unbiased std and eps outside the square root (NOT LayerNorm)."""
+    mean = x.mean(dim=-1, keepdim=True)
+    std = x.std(dim=-1, keepdim=True)  # unbiased: divides by d - 1
+    return weight * (x - mean) / (std + eps) + bias
+
+
+_MISTAKES = [
+    (
+        "you use the unbiased variance (dividing by d - 1, the default of torch.var/std); LayerNorm divides by d: "
+        "use unbiased=False",
+        lambda x, w, b, eps: (x - x.mean(-1, keepdim=True)) / torch.sqrt(x.var(-1, keepdim=True) + eps) * w + b,
+    ),
+    (
+        "eps is added outside the square root (std + eps); LayerNorm computes sqrt(var + eps)",
+        lambda x, w, b, eps: (x - x.mean(-1, keepdim=True)) / (x.std(-1, keepdim=True, unbiased=False) + eps) * w + b,
+    ),
+    (
+        "this is the articles' norm: unbiased std AND eps outside the square root; fix both",
+        lambda x, w, b, eps: articles_norm(x, w, b, eps),
+    ),
+    (
+        "no eps at all: LayerNorm divides by sqrt(var + eps) so that a nearly constant position stays finite",
+        lambda x, w, b, eps: (x - x.mean(-1, keepdim=True)) / x.std(-1, keepdim=True, unbiased=False) * w + b,
+    ),
+    (
+        "the gain (weight) and shift (bias) are not applied: multiply by weight, then add bias",
+        lambda x, w, b, eps: _layer_norm(x, torch.ones_like(w), torch.zeros_like(b), eps),
+    ),
+    (
+        "you normalise over the wrong dimension: LayerNorm uses each position's own features, the LAST dimension",
+        lambda x, w, b, eps: (x - x.mean(0, keepdim=True)) / torch.sqrt(x.var(0, keepdim=True, unbiased=False) + eps)
+        * w
+        + b,
+    ),
+]
+
+
+def _matches(got, expected) -> bool:
+    return (
+        isinstance(got, torch.Tensor)
+        and tuple(got.shape) == tuple(expected.shape)
+        and torch.allclose(got.detach().double(), expected.double(), atol=1e-6, rtol=1e-5)
+    )
+
+
+def _diagnose(outputs, cases) -> str | None:
+    """Name the known mistake that reproduces the student's outputs on every case, if any."""
+    for message, wrong in _MISTAKES:
+        try:
+            if all(_matches(got, wrong(x, w, b, eps)) for got, (_, x, w, b, eps) in zip(outputs, cases, strict=True)):
+                return message
+        except RuntimeError:
+            continue
+    return None
+
+
+def _norm_cases():
+    """(description, x, weight, bias, eps): ordinary, short feature vectors, tiny variance."""
+    g = torch.Generator().manual_seed(7)
+    cases = []
+    for description, shape, scale, eps in [
+        ("x of shape (2, 5, 16), values of size ~3", (2, 5, 16), 3.0, 1e-5),
+        ("short feature vectors: x of shape (3, 4, 4)", (3, 4, 4), 1.0, 1e-5),
+        ("tiny variance: x of shape (2, 3, 8) * 0.001, eps 1e-5", (2, 3, 8), 1e-3, 1e-5),
+        ("x of shape (6, 32) (no batch dimension), eps 1e-3", (6, 32), 1.0, 1e-3),
+    ]:
+        x = (torch.randn(*shape, generator=g) * scale + 0.5 * scale).double()
+        d = shape[-1]
+        weight = (1 + 0.5 * torch.randn(d, generator=g)).double()
+        bias = (0.3 * torch.randn(d, generator=g)).double()
+        cases.append((description, x, weight, bias, eps))
+    return cases
+
+
+def _compare_norms(exercise, outputs, cases, quiet):
+    """A failure report for the first wrong case (naming the mistake when it is a known one), or None."""
+    for got, (description, x, weight, bias, eps) in zip(outputs, cases, strict=True):
+        difference = describe_difference(got, _layer_norm(x, weight, bias, eps), atol=ATOL, rtol=1e-4)
+        if difference is not None:
+            mistake = _diagnose(outputs, cases)
+            return report(exercise, FAILED, f"on case '{description}': {mistake or difference}.", quiet)
+    return None
+
+
+# ----------------------------------------------------------------------------------------------
+# 07.1 LayerNorm as a module
+# ----------------------------------------------------------------------------------------------
+
+
+def check_layer_norm_module(student_cls, quiet: bool = False):
+    """07.1: ``MyLayerNorm(d_model, eps=1e-5)`` equals ``nn.LayerNorm`` and can load its weights."""
+    exercise = "07.1"
+    try:
+        module = student_cls(8)
+    except NotImplementedError:
+        return not_attempted(exercise, quiet=quiet)
+    except Exception as exc:  # the student's constructor crashed
+        return report(exercise, FAILED, f"MyLayerNorm(8) raised {type(exc).__name__}: {exc}", quiet)
+    params = dict(module.named_parameters())
+    for name, init, what in (("weight", 1.0, "ones (the gain)"), ("bias", 0.0, "zeros (the shift)")):
+        if name not in params:
+            found = sorted(params) or "none"
+            return report(
+                exercise, FAILED,
+                f"no learnable parameter named '{name}' (found: {found}); create it with nn.Parameter so the "
+                "optimizer trains it, and use nn.LayerNorm's names 'weight' and 'bias'",
+                quiet,
+            )
+        p = params[name]
+        if tuple(p.shape) != (8,):
+            return report(exercise, FAILED, f"'{name}' must have shape (d_model,) = (8,), got {tuple(p.shape)}", quiet)
+        if not torch.all(p.detach() == init):
+            return report(exercise, FAILED, f"'{name}' must start as {what}, so a new LayerNorm only normalises", quiet)
+    if getattr(module, "eps", None) != 1e-5:
+        return report(exercise, FAILED, f"store eps as self.eps (default 1e-5), got {getattr(module, 'eps', None)!r}",
+                      quiet)
+    cases = _norm_cases()
+    outputs = []
+    for description, x, weight, bias, eps in cases:
+        reference = nn.LayerNorm(x.size(-1), eps=eps).double()
+        with torch.no_grad():
+            reference.weight.copy_(weight)
+            reference.bias.copy_(bias)
+        try:
+            mine = student_cls(x.size(-1), eps=eps).double()
+            mine.load_state_dict(reference.state_dict())
+            outputs.append(mine(x))
+        except NotImplementedError:
+            return not_attempted(exercise, "replace `raise NotImplementedError` in forward with your code", quiet)
+        except Exception as exc:  # the student's forward crashed
+            return report(exercise, FAILED, f"on case '{description}' your module raised {type(exc).__name__}: {exc}",
+                          quiet)
+    failure = _compare_norms(exercise, outputs, cases, quiet)
+    if failure is not None:
+        return failure
+    return report(exercise, PASSED, "your module loads nn.LayerNorm's weights and gives the same output on all 4 cases "
+                  "(including short feature vectors and tiny variance).", quiet)
+
+
+# ----------------------------------------------------------------------------------------------
+# 07.2 Fix the articles' norm
+# ----------------------------------------------------------------------------------------------
+
+
+def check_fixed_norm(student_fn, quiet: bool = False):
+    """07.2: ``fixed_norm(x, weight, bias, eps)`` repairs the articles' norm into LayerNorm."""
+    exercise = "07.2"
+    cases = _norm_cases()
+    outputs = []
+    for description, x, weight, bias, eps in cases:
+        try:
+            outputs.append(student_fn(x, weight, bias, eps))
+        except NotImplementedError:
+            return not_attempted(exercise, quiet=quiet)
+        except Exception as exc:  # the student's code crashed
+            return report(exercise, FAILED, f"on case '{description}' your function raised {type(exc).__name__}: {exc}",
+                          quiet)
+    unchanged = all(
+        _matches(got, articles_norm(x, w, b, e))
+        for got, (_, x, w, b, e) in zip(outputs, cases, strict=True)
+    )
+    if unchanged:
+        return not_attempted(exercise, "the function is still the articles' version; find its two differences from "
+                             "LayerNorm, fix them", quiet)
+    failure = _compare_norms(exercise, outputs, cases, quiet)
+    if failure is not None:
+        return failure
+    return report(exercise, PASSED, f"all {len(cases)} cases equal LayerNorm, including short feature vectors "
+                  "(where the unbiased std shows) and tiny variance (where eps placement shows).", quiet)
+
+
+# ----------------------------------------------------------------------------------------------
+# 07.3 Parameter count of the feed-forward block
+# ----------------------------------------------------------------------------------------------
+
+
+def check_ffn_parameter_count(answer, quiet: bool = False):
+    """07.3: parameters of the paper's position-wise feed-forward block, d_model 512, d_ff 2048."""
+    exercise = "07.3"
+    d_model, d_ff = 512, 2048
+    expected = 2 * d_model * d_ff + d_ff + d_model
+    if answer is not None and (isinstance(answer, bool) or not isinstance(answer, int)):
+        return report(exercise, FAILED, f"expected a whole number (int), got {type(answer).__name__}", quiet)
+    known = {
+        2 * d_model * d_ff: "that is the two weight matrices only; each nn.Linear also has a bias vector "
+        "(d_ff numbers for the first, d_model for the second)",
+        2 * d_model * d_ff + 2 * d_ff: "the second bias has one number per OUTPUT feature: d_model, not d_ff",
+        2 * d_model * d_ff + 2 * d_model: "the first bias has one number per hidden unit: d_ff, not d_model",
+        d_model * d_ff + d_ff: "that is the first linear layer only; the block has two (d_model -> d_ff -> d_model)",
+    }
+    if answer in known:
+        return report(exercise, FAILED, f"expected {expected}, got {answer}: {known[answer]}.", quiet)
+    hint = "Count W_1 (d_model x d_ff), b_1 (d_ff), W_2 (d_ff x d_model) and b_2 (d_model)."
+    return check_answer(exercise, answer, expected, hint=hint, quiet=quiet)
+
+
+# ----------------------------------------------------------------------------------------------
+# 07.4 Pre-norm residual wrapper
+# ----------------------------------------------------------------------------------------------
+
+
+def _reference_pre_norm(x, sublayer, norm):
+    return x + sublayer(norm(x))
+
+
+_WRAPPER_MISTAKES = [
+    ("this is post-norm, norm(x + sublayer(x)); pre-norm normalises the INPUT of the sub-layer and leaves the "
+     "residual sum un-normalised", lambda x, s, n: n(x + s(x))),
+    ("the residual connection is missing: add the input x back", lambda x, s, n: s(n(x))),
+    ("the norm is applied to the sub-layer's output; pre-norm applies it to the sub-layer's input",
+     lambda x, s, n: x + n(s(x))),
+    ("the residual adds the normalised x; it must add the original x, so the stream itself is never normalised",
+     lambda x, s, n: n(x) + s(n(x))),
+]
+
+
+def _wrapper_cases():
+    from course_lib.layers import EncoderLayer, LayerNorm
+
+    d = 16
+    with torch.random.fork_rng(devices=[]):  # fixed cases without touching the notebook's random state
+        torch.manual_seed(11)
+        norm = LayerNorm(d)
+        with torch.no_grad():
+            norm.weight.normal_(1.0, 0.3)
+            norm.bias.normal_(0.0, 0.3)
+        linear = nn.Linear(d, d)
+        layer = EncoderLayer(d, 2, 32, dropout=0.0, norm_first=True).eval()
+        x = torch.randn(2, 5, d) * 2 + 1
+    return layer, [
+        ("a linear sub-layer", (x, linear, norm)),
+        ("self-attention as the sub-layer", (x, lambda h: layer.self_attn(h, h, h), layer.norm1)),
+        ("the feed-forward block as the sub-layer", (x, layer.feed_forward, layer.norm2)),
+    ]
+
+
+def check_pre_norm_sublayer(student_fn, quiet: bool = False):
+    """07.4: ``pre_norm_sublayer(x, sublayer, norm)`` returns ``x + sublayer(norm(x))``."""
+    exercise = "07.4"
+    layer, cases = _wrapper_cases()
+    with torch.no_grad():
+        for description, args in cases:
+            try:
+                got = student_fn(*args)
+            except NotImplementedError:
+                return not_attempted(exercise, quiet=quiet)
+            except Exception as exc:  # the student's code crashed
+                return report(exercise, FAILED,
+                              f"on case '{description}' your function raised {type(exc).__name__}: {exc}", quiet)
+            difference = describe_difference(got, _reference_pre_norm(*args), atol=ATOL)
+            if difference:
+                for message, wrong in _WRAPPER_MISTAKES:
+                    if describe_difference(got, wrong(*args), atol=ATOL) is None:
+                        return report(exercise, FAILED, f"on case '{description}': {message}.", quiet)
+                return report(exercise, FAILED, f"on case '{description}': {difference}.", quiet)
+        x = cases[0][1][0]
+        h = student_fn(x, lambda t: layer.self_attn(t, t, t), layer.norm1)
+        out = student_fn(h, layer.feed_forward, layer.norm2)
+        if describe_difference(out, layer(x), atol=ATOL):
+            return report(exercise, FAILED, "two wrappers in a row do not reproduce course_lib's pre-norm "
+                          "EncoderLayer: " + describe_difference(out, layer(x), atol=ATOL), quiet)
+    return report(exercise, PASSED, f"all {len(cases)} cases agree, and two of your wrappers (attention, then "
+                  "feed-forward) reproduce course_lib's EncoderLayer(norm_first=True).", quiet)

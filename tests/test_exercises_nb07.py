@@ -1,0 +1,204 @@
+"""The notebook 07 checkers pass right answers, fail wrong ones with a specific message, and report unattempted ones."""
+
+import pytest
+import torch
+from torch import nn
+
+from course_lib.exercises import nb07
+
+# ---------------------------------------------------------------- 07.1 LayerNorm as a module
+
+
+class RightLayerNorm(nn.Module):
+    def __init__(self, d_model, eps=1e-5):
+        super().__init__()
+        self.eps = eps
+        self.weight = nn.Parameter(torch.ones(d_model))
+        self.bias = nn.Parameter(torch.zeros(d_model))
+
+    def forward(self, x):
+        mean = x.mean(-1, keepdim=True)
+        var = x.var(-1, keepdim=True, unbiased=False)
+        return (x - mean) / torch.sqrt(var + self.eps) * self.weight + self.bias
+
+
+class UnbiasedLayerNorm(RightLayerNorm):
+    def forward(self, x):
+        mean = x.mean(-1, keepdim=True)
+        return (x - mean) / torch.sqrt(x.var(-1, keepdim=True) + self.eps) * self.weight + self.bias
+
+
+class EpsOutsideLayerNorm(RightLayerNorm):
+    def forward(self, x):
+        mean = x.mean(-1, keepdim=True)
+        return (x - mean) / (x.std(-1, keepdim=True, unbiased=False) + self.eps) * self.weight + self.bias
+
+
+class NoGainLayerNorm(RightLayerNorm):
+    def forward(self, x):
+        mean = x.mean(-1, keepdim=True)
+        return (x - mean) / torch.sqrt(x.var(-1, keepdim=True, unbiased=False) + self.eps)
+
+
+class BufferLayerNorm(nn.Module):
+    def __init__(self, d_model, eps=1e-5):
+        super().__init__()
+        self.eps = eps
+        self.register_buffer("weight", torch.ones(d_model))
+        self.register_buffer("bias", torch.zeros(d_model))
+
+
+class WrongInitLayerNorm(RightLayerNorm):
+    def __init__(self, d_model, eps=1e-5):
+        super().__init__(d_model, eps)
+        self.weight = nn.Parameter(torch.randn(d_model))
+
+
+class UnattemptedLayerNorm(nn.Module):
+    def __init__(self, d_model, eps=1e-5):
+        super().__init__()
+        raise NotImplementedError
+
+
+class ForwardUnattemptedLayerNorm(RightLayerNorm):
+    def forward(self, x):
+        raise NotImplementedError
+
+
+def test_07_1_right_answer_passes():
+    result = nb07.check_layer_norm_module(RightLayerNorm, quiet=True)
+    assert result, result.message
+
+
+@pytest.mark.parametrize(
+    ("cls", "needle"),
+    [
+        (UnbiasedLayerNorm, "unbiased variance"),
+        (EpsOutsideLayerNorm, "eps is added outside the square root"),
+        (NoGainLayerNorm, "gain (weight) and shift (bias) are not applied"),
+        (BufferLayerNorm, "no learnable parameter named 'weight'"),
+        (WrongInitLayerNorm, "'weight' must start as ones"),
+    ],
+)
+def test_07_1_wrong_answers_fail_with_the_mistake_named(cls, needle):
+    result = nb07.check_layer_norm_module(cls, quiet=True)
+    assert result.status == "failed" and needle in result.message, result.message
+
+
+@pytest.mark.parametrize("cls", [UnattemptedLayerNorm, ForwardUnattemptedLayerNorm])
+def test_07_1_not_attempted(cls):
+    assert nb07.check_layer_norm_module(cls, quiet=True).status == "not attempted"
+
+
+# ---------------------------------------------------------------- 07.2 fix the articles' norm
+
+
+def right_norm(x, weight, bias, eps=1e-5):
+    mean = x.mean(dim=-1, keepdim=True)
+    var = x.var(dim=-1, keepdim=True, unbiased=False)
+    return weight * (x - mean) / torch.sqrt(var + eps) + bias
+
+
+def only_eps_fixed(x, weight, bias, eps=1e-5):
+    mean = x.mean(dim=-1, keepdim=True)
+    return weight * (x - mean) / torch.sqrt(x.var(dim=-1, keepdim=True) + eps) + bias
+
+
+def only_variance_fixed(x, weight, bias, eps=1e-5):
+    mean = x.mean(dim=-1, keepdim=True)
+    return weight * (x - mean) / (x.std(dim=-1, keepdim=True, unbiased=False) + eps) + bias
+
+
+def wrong_dim(x, weight, bias, eps=1e-5):
+    mean = x.mean(dim=0, keepdim=True)
+    var = x.var(dim=0, keepdim=True, unbiased=False)
+    return weight * (x - mean) / torch.sqrt(var + eps) + bias
+
+
+def test_07_2_right_answer_passes():
+    result = nb07.check_fixed_norm(right_norm, quiet=True)
+    assert result, result.message
+
+
+@pytest.mark.parametrize(
+    ("fn", "needle"),
+    [
+        (only_eps_fixed, "unbiased variance"),
+        (only_variance_fixed, "eps is added outside the square root"),
+        (wrong_dim, "wrong dimension"),
+    ],
+)
+def test_07_2_half_fixed_answers_fail_with_the_remaining_bug_named(fn, needle):
+    result = nb07.check_fixed_norm(fn, quiet=True)
+    assert result.status == "failed" and needle in result.message, result.message
+
+
+def test_07_2_unchanged_articles_version_counts_as_not_attempted():
+    result = nb07.check_fixed_norm(nb07.articles_norm, quiet=True)
+    assert result.status == "not attempted" and "still the articles' version" in result.message
+
+
+def test_07_2_not_implemented_and_crash():
+    def unattempted(x, weight, bias, eps=1e-5):
+        raise NotImplementedError
+
+    assert nb07.check_fixed_norm(unattempted, quiet=True).status == "not attempted"
+    crashed = nb07.check_fixed_norm(lambda x, w, b, eps: x @ torch.ones(3), quiet=True)
+    assert crashed.status == "failed" and "raised RuntimeError" in crashed.message
+
+
+# ---------------------------------------------------------------- 07.3 FFN parameter count
+
+
+def test_07_3_parameter_count():
+    assert nb07.check_ffn_parameter_count(2 * 512 * 2048 + 2048 + 512, quiet=True)
+    weights_only = nb07.check_ffn_parameter_count(2 * 512 * 2048, quiet=True)
+    assert weights_only.status == "failed" and "bias" in weights_only.message
+    other = nb07.check_ffn_parameter_count(12345, quiet=True)
+    assert other.status == "failed" and "expected 2099712, got 12345" in other.message
+    assert nb07.check_ffn_parameter_count(2.0e6, quiet=True).status == "failed"
+    assert nb07.check_ffn_parameter_count(None, quiet=True).status == "not attempted"
+
+
+# ---------------------------------------------------------------- 07.4 pre-norm wrapper
+
+
+def test_07_4_right_answer_passes():
+    result = nb07.check_pre_norm_sublayer(lambda x, sublayer, norm: x + sublayer(norm(x)), quiet=True)
+    assert result and "EncoderLayer(norm_first=True)" in result.message
+
+
+@pytest.mark.parametrize(
+    ("fn", "needle"),
+    [
+        (lambda x, s, n: n(x + s(x)), "this is post-norm"),
+        (lambda x, s, n: s(n(x)), "residual connection is missing"),
+        (lambda x, s, n: x + n(s(x)), "norm is applied to the sub-layer's output"),
+        (lambda x, s, n: x + 2 * s(n(x)), "values differ"),
+    ],
+)
+def test_07_4_wrong_answers_fail_with_specific_messages(fn, needle):
+    result = nb07.check_pre_norm_sublayer(fn, quiet=True)
+    assert result.status == "failed" and needle in result.message, result.message
+
+
+def test_07_4_not_attempted():
+    def unattempted(x, sublayer, norm):
+        raise NotImplementedError
+
+    assert nb07.check_pre_norm_sublayer(unattempted, quiet=True).status == "not attempted"
+
+
+def test_checkers_print_one_verdict_line(capsys):
+    nb07.check_ffn_parameter_count(None)
+    assert capsys.readouterr().out.startswith("⏳ Exercise 07.3 not attempted yet")
+
+
+def test_checkers_leave_the_random_state_alone():
+    torch.manual_seed(0)
+    expected = torch.rand(3)
+    torch.manual_seed(0)
+    nb07.check_pre_norm_sublayer(lambda x, sublayer, norm: x + sublayer(norm(x)), quiet=True)
+    nb07.check_layer_norm_module(RightLayerNorm, quiet=True)
+    nb07.check_fixed_norm(right_norm, quiet=True)
+    assert torch.equal(torch.rand(3), expected)

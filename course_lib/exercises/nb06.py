@@ -1,0 +1,170 @@
+"""Exercise checks for notebook 06 (masking).
+
+06.1 build the decoder's combined mask (padding AND causal) for a batch of target ids.
+06.2 predict the picture: the combined mask of one short padded sentence, entry by entry.
+06.3 fix the polarity bug of the articles' mask code (comments that contradict the code).
+
+All three compare with ``course_lib.masks`` (True = may attend) and explain a wrong entry in terms
+of what it means: a padded key, a future key, or a padded query.
+"""
+
+from __future__ import annotations
+
+import torch
+
+from course_lib.exercises import FAILED, PASSED, describe_difference, not_attempted, report
+from course_lib.masks import decoder_self_attention_mask, padding_mask
+
+# ----------------------------------------------------------------------------------------------
+# 06.1 the combined decoder mask
+# ----------------------------------------------------------------------------------------------
+
+
+def _decoder_mask_cases():
+    return [
+        ("one sentence, no padding: tgt=[[1, 5, 6, 7]]", (torch.tensor([[1, 5, 6, 7]]), 0)),
+        ("two sentences, the second padded: tgt=[[1, 5, 6, 7], [1, 8, 0, 0]]",
+         (torch.tensor([[1, 5, 6, 7], [1, 8, 0, 0]]), 0)),
+        ("a single position: tgt=[[1]]", (torch.tensor([[1]]), 0)),
+        ("three sentences of length 6 with different padding",
+         (torch.tensor([[1, 4, 5, 6, 7, 8], [1, 4, 5, 0, 0, 0], [1, 9, 9, 9, 9, 0]]), 0)),
+        ("pad_id=3 instead of 0: tgt=[[1, 5, 3], [1, 3, 3]]", (torch.tensor([[1, 5, 3], [1, 3, 3]]), 3)),
+    ]
+
+
+def _hint_for_decoder_mask(got, expected, tgt, pad_id) -> str:
+    """A sentence about the most likely mistake, or ''."""
+    if not isinstance(got, torch.Tensor):
+        return ""
+    if got.dtype == torch.bool and got.shape == expected.shape:
+        if torch.equal(got, ~expected):
+            return " Your mask is exactly inverted: the course's masks are True where attention is ALLOWED."
+        causal_only = torch.ones_like(expected) & torch.ones(tgt.size(1), tgt.size(1), dtype=torch.bool).tril()
+        if torch.equal(got, causal_only):
+            return " That is the causal mask alone: AND it with the padding mask of tgt."
+        if torch.equal(got, padding_mask(tgt, pad_id).expand_as(expected)):
+            return " That is the padding mask alone: AND it with the causal (lower-triangular) mask."
+        if torch.equal(got, expected.transpose(-2, -1)):
+            return " Rows are queries and columns are keys: yours is transposed (use tril, keys <= query)."
+    if got.dim() == 3 and got.shape == expected.shape[:1] + expected.shape[2:]:
+        return " Add the head dimension: (batch, 1, tgt_len, tgt_len) broadcasts over the heads."
+    if got.shape == expected.shape and got.dtype != torch.bool:
+        return " Return a bool tensor (True = may attend), e.g. compare with != or use .bool()."
+    return ""
+
+
+def check_decoder_mask(student_fn, quiet: bool = False):
+    """06.1: ``decoder_mask(tgt, pad_id)`` returns the (batch, 1, tgt_len, tgt_len) padding AND causal mask."""
+    cases = _decoder_mask_cases()
+    for description, (tgt, pad_id) in cases:
+        try:
+            got = student_fn(tgt.clone(), pad_id)
+        except NotImplementedError:
+            return not_attempted("06.1", quiet=quiet)
+        except Exception as exc:  # report any crash of the student's code
+            return report("06.1", FAILED, f"on case '{description}' your function raised {type(exc).__name__}: {exc}",
+                          quiet)
+        expected = decoder_self_attention_mask(tgt, pad_id)
+        difference = describe_difference(got, expected)
+        if difference:
+            hint = _hint_for_decoder_mask(got, expected, tgt, pad_id)
+            return report("06.1", FAILED, f"on case '{description}': {difference}.{hint}", quiet)
+    return report("06.1", PASSED, f"all {len(cases)} cases agree with course_lib.masks.decoder_self_attention_mask.",
+                  quiet)
+
+
+# ----------------------------------------------------------------------------------------------
+# 06.2 predict the picture
+# ----------------------------------------------------------------------------------------------
+
+PICTURE_TOKENS = ("<bos>", "the", "dog", "<pad>", "<pad>")
+PICTURE_IDS = torch.tensor([[1, 5, 6, 0, 0]])
+
+
+def _picture_expected() -> torch.Tensor:
+    return decoder_self_attention_mask(PICTURE_IDS)[0, 0]  # (5, 5)
+
+
+def _as_bool_matrix(answer):
+    """The student's rows of 0/1 (or True/False) as a bool tensor, or an error message."""
+    try:
+        matrix = torch.as_tensor(answer)
+    except (TypeError, ValueError) as exc:
+        return None, f"could not read your answer as a 5 x 5 table of 0/1 ({exc})"
+    if matrix.dtype != torch.bool:
+        if matrix.is_floating_point() or not bool(((matrix == 0) | (matrix == 1)).all()):
+            return None, "use only 0 (blocked) and 1 (may attend), or False/True"
+        matrix = matrix.bool()
+    if tuple(matrix.shape) != (5, 5):
+        return None, f"expected 5 rows of 5 entries (queries x keys), got shape {tuple(matrix.shape)}"
+    return matrix, None
+
+
+def _why(row: int, col: int, expected: bool) -> str:
+    query, key = PICTURE_TOKENS[row], PICTURE_TOKENS[col]
+    where = f"row {row} (query '{query}'), column {col} (key '{key}')"
+    if key == "<pad>":
+        reason = "a <pad> key is always blocked: it is not a word"
+    elif col > row:
+        reason = "the key comes after the query: the causal mask blocks the future"
+    elif query == "<pad>":
+        reason = ("the padding mask blocks keys (columns) only, so even a <pad> query may attend to the real "
+                  "tokens before it; its output is ignored by the loss")
+    else:
+        reason = "a real key at or before the query is visible"
+    return f"{where} should be {int(expected)}: {reason}"
+
+
+def check_picture(answer, quiet: bool = False):
+    """06.2: the 5 x 5 combined mask of ``<bos> the dog <pad> <pad>`` as rows of 0/1."""
+    if answer is None:
+        return not_attempted("06.2", "replace `None` by your 5 rows of 0/1", quiet)
+    matrix, error = _as_bool_matrix(answer)
+    if error:
+        return report("06.2", FAILED, error, quiet)
+    expected = _picture_expected()
+    wrong = (matrix != expected).nonzero().tolist()
+    if wrong:
+        row, col = wrong[0]
+        return report("06.2", FAILED, f"{len(wrong)} of 25 entries differ. First one: {_why(row, col, bool(expected[row, col]))}.",
+                      quiet)
+    return report("06.2", PASSED, "all 25 entries are right, including the subtle <pad> query rows.", quiet)
+
+
+# ----------------------------------------------------------------------------------------------
+# 06.3 fix the polarity bug
+# ----------------------------------------------------------------------------------------------
+
+
+def _mask_cases():
+    return [
+        ("src=[[5, 6, 7]], tgt=[[1, 8, 9]] (no padding)", (torch.tensor([[5, 6, 7]]), torch.tensor([[1, 8, 9]]), 0)),
+        ("src=[[5, 6, 0], [7, 0, 0]], tgt=[[1, 8, 9, 0], [1, 8, 0, 0]]",
+         (torch.tensor([[5, 6, 0], [7, 0, 0]]), torch.tensor([[1, 8, 9, 0], [1, 8, 0, 0]]), 0)),
+        ("pad_id=3: src=[[5, 3]], tgt=[[1, 6, 3]]", (torch.tensor([[5, 3]]), torch.tensor([[1, 6, 3]]), 3)),
+    ]
+
+
+def check_fixed_masks(student_fn, quiet: bool = False):
+    """06.3: ``fixed_masks(src, tgt, pad_id)`` returns (src_mask, tgt_mask), both True = may attend."""
+    cases = _mask_cases()
+    for description, (src, tgt, pad_id) in cases:
+        try:
+            result = student_fn(src.clone(), tgt.clone(), pad_id)
+        except NotImplementedError:
+            return not_attempted("06.3", quiet=quiet)
+        except Exception as exc:  # report any crash of the student's code
+            return report("06.3", FAILED, f"on case '{description}' your function raised {type(exc).__name__}: {exc}",
+                          quiet)
+        if not isinstance(result, tuple) or len(result) != 2:
+            return report("06.3", FAILED, "return a tuple (src_mask, tgt_mask)", quiet)
+        expectations = (("src_mask", result[0], padding_mask(src, pad_id),
+                         "src_mask must be True at real tokens and False at <pad> (compare with !=)"),
+                        ("tgt_mask", result[1], decoder_self_attention_mask(tgt, pad_id),
+                         "tgt_mask must be True on and below the diagonal (tril, or ~triu(..., diagonal=1)) "
+                         "and False at <pad> keys"))
+        for name, got, expected, hint in expectations:
+            difference = describe_difference(got, expected)
+            if difference:
+                return report("06.3", FAILED, f"on case '{description}', {name}: {difference}. Hint: {hint}.", quiet)
+    return report("06.3", PASSED, f"both masks are right in all {len(cases)} cases: comments and code now agree.", quiet)

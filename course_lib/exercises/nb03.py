@@ -1,0 +1,125 @@
+"""Exercise checks for notebook 03 (positional encoding).
+
+03.1 ``fixed_table(max_len, d_model)``: the buggy loop from the articles, repaired.
+03.2 ``encode_positions(positions, d_model)``: the sinusoidal vectors of arbitrary positions.
+03.3 the wavelength of dimension pair i = 8 for d_model = 64.
+
+When a table is wrong, the checks recognise the usual mistakes (sine and cosine swapped, the
+two halves concatenated instead of interleaved, the exponent counted twice, the cosine given a
+different exponent than its sine) and say which one it is.
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+
+from course_lib.exercises import FAILED, PASSED, check_answer, describe_difference, not_attempted, report
+
+
+def _table(positions: torch.Tensor, d_model: int, exponent_sin=None, exponent_cos=None, layout="interleaved"):
+    """Sinusoidal vectors for ``positions`` in float64; the keyword arguments build the usual wrong variants."""
+    pos = positions.to(torch.float64)[:, None]  # (n, 1)
+    even = torch.arange(0, d_model, 2, dtype=torch.float64)  # 2i
+    exp_sin = even / d_model if exponent_sin is None else exponent_sin(even, d_model)
+    exp_cos = even / d_model if exponent_cos is None else exponent_cos(even, d_model)
+    sin = torch.sin(pos / 10000.0**exp_sin)  # (n, d_model / 2)
+    cos = torch.cos(pos / 10000.0**exp_cos)  # (n, d_model / 2)
+    if layout == "halves":
+        return torch.cat([sin, cos], dim=-1)
+    out = torch.zeros(len(positions), d_model, dtype=torch.float64)
+    first, second = (sin, cos) if layout == "interleaved" else (cos, sin)
+    out[:, 0::2], out[:, 1::2] = first, second
+    return out
+
+
+def reference_encode_positions(positions: torch.Tensor, d_model: int) -> torch.Tensor:
+    """The course's answer to 03.2: ``(len(positions), d_model)`` float32."""
+    return _table(positions, d_model).float()
+
+
+_KNOWN_MISTAKES = [
+    ("sine and cosine are swapped: even dimensions 2i hold the sine, odd dimensions 2i+1 the cosine",
+     {"layout": "swapped"}),
+    ("you put all sines first and all cosines second; the course interleaves them (sin, cos, sin, cos, ...) "
+     "so that dimensions 2i and 2i+1 form a pair", {"layout": "halves"}),
+    ("the exponent is counted twice (the bug from the articles): the loop variable already is 2i, "
+     "so the exponent is i / d_model, not 2 * i / d_model", {"exponent_sin": lambda e, d: 2 * e / d,
+                                                            "exponent_cos": lambda e, d: 2 * (e + 1) / d}),
+    ("the exponent is counted twice: the loop variable already is 2i, so the exponent is i / d_model, "
+     "not 2 * i / d_model", {"exponent_sin": lambda e, d: 2 * e / d, "exponent_cos": lambda e, d: 2 * e / d}),
+    ("the cosine of a pair has a different exponent than its sine; both dimensions of pair i share "
+     "one frequency 1 / 10000^(2i / d_model)", {"exponent_cos": lambda e, d: (e + 1) / d}),
+    ("the exponent uses the pair index i where it needs 2i / d_model", {"exponent_sin": lambda e, d: e / 2 / d,
+                                                                        "exponent_cos": lambda e, d: e / 2 / d}),
+]
+
+
+def _diagnose(got: torch.Tensor, positions: torch.Tensor, d_model: int) -> str:
+    """Name a known mistake that explains ``got`` (empty string if none does)."""
+    if not isinstance(got, torch.Tensor) or tuple(got.shape) != (len(positions), d_model):
+        return ""
+    for explanation, variant in _KNOWN_MISTAKES:
+        if describe_difference(got, _table(positions, d_model, **variant), atol=1e-4) is None:
+            return f" It looks like {explanation}."
+    return ""
+
+
+def _check_tables(exercise: str, call, cases, quiet: bool):
+    """``cases``: (description, args, positions, d_model); ``call(*args)`` is the student's table."""
+    for description, args, positions, d_model in cases:
+        try:
+            got = call(*args)
+        except NotImplementedError:
+            return not_attempted(exercise, quiet=quiet)
+        except Exception as exc:  # the student's code crashed: say where and how
+            return report(exercise, FAILED, f"on case '{description}' your function raised {type(exc).__name__}: {exc}", quiet)
+        expected = reference_encode_positions(positions, d_model)
+        difference = describe_difference(got, expected, atol=1e-4)
+        if difference:
+            return report(exercise, FAILED, f"on case '{description}': {difference}.{_diagnose(got, positions, d_model)}", quiet)
+    return report(exercise, PASSED, f"all {len(cases)} cases agree with the reference.", quiet)
+
+
+def check_encode_positions(student_fn, quiet: bool = False):
+    """03.2: ``encode_positions(positions, d_model)`` -> ``(len(positions), d_model)`` sinusoidal vectors."""
+    cases = []
+    for description, positions, d_model in [
+        ("positions 0..9, d_model=4", torch.arange(10), 4),
+        ("positions 0..49, d_model=64", torch.arange(50), 64),
+        ("positions [0, 7, 3, 100], d_model=16", torch.tensor([0, 7, 3, 100]), 16),
+        ("the single position [5], d_model=2", torch.tensor([5]), 2),
+    ]:
+        cases.append((description, (positions.clone(), d_model), positions, d_model))
+    return _check_tables("03.2", student_fn, cases, quiet)
+
+
+def check_fixed_table(student_fn, quiet: bool = False):
+    """03.1: ``fixed_table(max_len, d_model)`` -> the correct ``(max_len, d_model)`` table."""
+    cases = [
+        (f"max_len={max_len}, d_model={d_model}", (max_len, d_model), torch.arange(max_len), d_model)
+        for max_len, d_model in [(10, 4), (30, 16), (50, 64)]
+    ]
+    return _check_tables("03.1", student_fn, cases, quiet)
+
+
+WAVELENGTH_D_MODEL, WAVELENGTH_PAIR = 64, 8
+
+
+def check_wavelength(answer, quiet: bool = False):
+    """03.3: positions per full wave of pair i = 8 (dimensions 16 and 17) when d_model = 64."""
+    expected = 2 * math.pi * 10000 ** (2 * WAVELENGTH_PAIR / WAVELENGTH_D_MODEL)  # 2π · 10 ≈ 62.83
+    hint = ("The angle of pair i grows by ω_i = 1 / 10000^(2i / d_model) per position, and one full wave is "
+            "an angle of 2π, so the wave length is 2π / ω_i.")
+    if isinstance(answer, torch.Tensor) and answer.numel() == 1:
+        answer = float(answer)
+    if isinstance(answer, (int, float)) and not isinstance(answer, bool):
+        answer = float(answer)
+        if math.isclose(answer, 10.0, rel_tol=1e-3):
+            hint = "10 is 1 / ω_i, the number of positions per radian; a full wave is 2π radians."
+        elif math.isclose(answer, 0.1, rel_tol=1e-3):
+            hint = "0.1 is the frequency ω_i (radians per position); the wave length is 2π / ω_i."
+        elif math.isclose(answer, 2 * math.pi * 100, rel_tol=1e-3):
+            hint = "That is the double-counting bug: with i = 8 the exponent is 2·8/64 = 1/4, not 2·16/64."
+    return check_answer("03.3", answer, expected, hint=hint, atol=0.01 * expected, quiet=quiet)

@@ -4,6 +4,7 @@ Each notebook builds one of these pieces step by step and then proves that its v
 the one here; later notebooks import the finished piece. Modules:
 
 - ``tokenization``: spaCy rule-based tokenizers and the ``Vocab``
+- ``bpe``: byte-pair encoding (subword tokens), learned from word counts
 - ``embeddings``: token embeddings and positional encodings
 - ``masks``: padding and causal masks (True = may attend)
 - ``attention``: scaled dot-product and multi-head attention

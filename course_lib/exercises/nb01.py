@@ -1,0 +1,165 @@
+"""Exercise checks for notebook 01 (tokenization): encoding with ``<unk>``, counting ``<unk>``s,
+the empty-string special-token bug, and one BPE merge step."""
+
+from __future__ import annotations
+
+from course_lib.exercises import FAILED, PASSED, check_answer, not_attempted, report
+
+SPECIAL_TOKENS = ("<pad>", "<bos>", "<eos>", "<unk>")
+
+
+# ----------------------------------------------------------------------------------------------
+# 01.1: encode with <unk> fallback
+# ----------------------------------------------------------------------------------------------
+
+def _reference_encode(tokens, stoi):
+    return [stoi["<bos>"]] + [stoi.get(tok, stoi["<unk>"]) for tok in tokens] + [stoi["<eos>"]]
+
+
+def _small_stoi(words):
+    itos = list(SPECIAL_TOKENS) + list(words)
+    return {tok: i for i, tok in enumerate(itos)}
+
+
+def check_encode(student_fn, quiet: bool = False):
+    """01.1: ``encode(tokens, stoi)`` -> ``[<bos>] + ids + [<eos>]`` with unknown tokens mapped to ``<unk>``."""
+    stoi = _small_stoi(["der", "Hund", ".", "die", "Katze", "sieht", "den", "Ball"])
+    cases = [
+        ("all tokens known", (["der", "Hund", "sieht", "die", "Katze", "."], stoi)),
+        ("one unknown word", (["der", "Drache", "sieht", "den", "Ball", "."], stoi)),
+        ("case matters: 'Der' is not 'der'", (["Der", "Hund", "."], stoi)),
+        ("every word unknown", (["ein", "Vogel", "singt", "!"], stoi)),
+        ("an empty sentence", ([], stoi)),
+        ("another vocabulary (ids depend on stoi)", (["b", "a", "z"], _small_stoi(["a", "b"]))),
+    ]
+    for description, (tokens, table) in cases:
+        try:
+            got = student_fn(list(tokens), dict(table))
+        except NotImplementedError:
+            return not_attempted("01.1", quiet=quiet)
+        except Exception as exc:  # report any crash of the student's code
+            return report("01.1", FAILED, f"on case '{description}' (tokens {tokens}) your function raised "
+                                          f"{type(exc).__name__}: {exc}", quiet)
+        expected = _reference_encode(tokens, table)
+        if isinstance(got, tuple) or not isinstance(got, list):
+            return report("01.1", FAILED, f"on case '{description}': return a list of ints, got {type(got).__name__}", quiet)
+        if got != expected:
+            hint = ""
+            if got == expected[1:-1]:
+                hint = " Did you forget the <bos> and <eos> around the sentence?"
+            elif len(got) == len(expected) and (got[0], got[-1]) != (expected[0], expected[-1]):
+                hint = " The first id must be stoi['<bos>'] and the last stoi['<eos>']."
+            elif len(got) == len(expected):
+                hint = " Unknown tokens must become stoi['<unk>'] (use stoi.get(token, unk_id))."
+            return report("01.1", FAILED, f"on case '{description}' (tokens {tokens}): expected {expected}, "
+                                          f"got {got}.{hint}", quiet)
+    return report("01.1", PASSED, f"all {len(cases)} cases agree with the reference.", quiet)
+
+
+# ----------------------------------------------------------------------------------------------
+# 01.2: predict the number of <unk>s
+# ----------------------------------------------------------------------------------------------
+
+UNK_TRAIN = [
+    ["der", "Hund", "sieht", "die", "Katze", "."],
+    ["die", "Katze", "sieht", "den", "Hund", "."],
+    ["der", "Vogel", "singt", "."],
+    ["Der", "Hund", "schläft", "."],
+]
+UNK_MIN_FREQ = 2
+UNK_SENTENCE = ["Der", "Vogel", "sieht", "den", "Hund", "nicht", "."]
+
+
+def expected_unk_count() -> int:
+    """The number of ``<unk>`` ids when ``UNK_SENTENCE`` is encoded with a vocab built from ``UNK_TRAIN``."""
+    from collections import Counter
+
+    counts = Counter(tok for sentence in UNK_TRAIN for tok in sentence)
+    return sum(counts[tok] < UNK_MIN_FREQ for tok in UNK_SENTENCE)
+
+
+def check_unk_count(answer, quiet: bool = False):
+    """01.2: how many ``<unk>`` does the sentence get (vocabulary with min_freq=2)?"""
+    if answer is not None and (isinstance(answer, bool) or not isinstance(answer, int)):
+        return report("01.2", FAILED, f"expected a whole number, got {type(answer).__name__} {answer!r}", quiet)
+    hint = ("Count each token of the sentence in the four training sentences: it is kept only if it occurs at "
+            "least twice, and 'Der' and 'der' are different tokens.")
+    return check_answer("01.2", answer, expected_unk_count(), hint=hint, quiet=quiet)
+
+
+# ----------------------------------------------------------------------------------------------
+# 01.3: spot the bug: special tokens written as empty strings
+# ----------------------------------------------------------------------------------------------
+
+def expected_buggy_ids() -> list[int]:
+    """What the buggy vocabulary of exercise 01.3 gives for ``[BOS, "der", "Hund", EOS, PAD]``."""
+    pad = bos = eos = unk = ""  # the bug: four specials, one string
+    itos = [pad, bos, eos, unk, "der", "Hund"]
+    stoi = {tok: i for i, tok in enumerate(itos)}
+    return [stoi[tok] for tok in [bos, "der", "Hund", eos, pad]]
+
+
+def check_buggy_ids(answer, quiet: bool = False):
+    """01.3: predict the ids the buggy vocabulary gives to ``[BOS, "der", "Hund", EOS, PAD]``."""
+    expected = expected_buggy_ids()
+    if answer is None:
+        return not_attempted("01.3", "set your answer instead of `None`", quiet)
+    if not isinstance(answer, list) or not all(isinstance(i, int) and not isinstance(i, bool) for i in answer):
+        return report("01.3", FAILED, f"expected a list of 5 ints such as [1, 4, 5, 2, 0], got {answer!r}", quiet)
+    if answer == [1, 4, 5, 2, 0]:
+        return report("01.3", FAILED, "[1, 4, 5, 2, 0] is what a *correct* vocabulary gives. With the bug, all "
+                                      "four specials are the same string '' and the dict keeps only one entry for it: "
+                                      "which id does the last assignment leave?", quiet)
+    hint = "A dict has one entry per key; building it left to right, a later id for the same key overwrites an earlier one."
+    result = check_answer("01.3", answer, expected, hint=hint, quiet=True)
+    if result:
+        message = ("correct: <bos>, <eos> and <pad> all became id 3, the same as <unk>. The model could not tell "
+                   "where a sentence starts or ends, and decoding could never stop at <eos>.")
+        return report("01.3", PASSED, message, quiet)
+    return report("01.3", result.status, result.message, quiet)
+
+
+# ----------------------------------------------------------------------------------------------
+# 01.4: one BPE merge step
+# ----------------------------------------------------------------------------------------------
+
+def check_merge_pair(student_fn, quiet: bool = False):
+    """01.4: ``merge_pair(word_symbols, pair)`` replaces every occurrence of ``pair``, left to right, no overlaps."""
+    from course_lib.bpe import merge_pair
+
+    cases = [
+        ("the pair occurs once", (("l", "o", "w", "</w>"), ("l", "o"))),
+        ("the pair occurs twice", (("e", "s", "t", "e", "s", "</w>"), ("e", "s"))),
+        ("the pair does not occur", (("H", "u", "n", "d", "</w>"), ("n", "u"))),
+        ("merged symbols can be merged again", (("n", "ew", "est</w>"), ("ew", "est</w>"))),
+        ("overlapping occurrences: a a a", (("a", "a", "a", "</w>"), ("a", "a"))),
+        ("overlapping occurrences: a a a a", (("a", "a", "a", "a"), ("a", "a"))),
+        ("half of the pair at the end", (("a", "b", "a"), ("a", "b"))),
+        ("a single symbol", (("x</w>",), ("x", "</w>"))),
+    ]
+    for description, (symbols, pair) in cases:
+        try:
+            got = student_fn(tuple(symbols), tuple(pair))
+        except NotImplementedError:
+            return not_attempted("01.4", quiet=quiet)
+        except Exception as exc:  # report any crash of the student's code
+            return report("01.4", FAILED, f"on case '{description}' merge_pair({symbols}, {pair}) raised "
+                                          f"{type(exc).__name__}: {exc}", quiet)
+        expected = merge_pair(symbols, pair)
+        if isinstance(got, list):
+            got = tuple(got)
+        if got != expected:
+            return report("01.4", FAILED, f"on case '{description}': merge_pair({symbols}, {pair}) should be "
+                                          f"{expected}, got {got!r}", quiet)
+    return report("01.4", PASSED, f"all {len(cases)} cases agree with course_lib.bpe.merge_pair.", quiet)
+
+
+__all__ = [
+    "PASSED",
+    "check_buggy_ids",
+    "check_encode",
+    "check_merge_pair",
+    "check_unk_count",
+    "expected_buggy_ids",
+    "expected_unk_count",
+]

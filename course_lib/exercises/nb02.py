@@ -1,0 +1,147 @@
+"""Exercise checks for notebook 02 (embeddings): a one-hot lookup built by broadcasting, the
+sqrt(sequence length) scaling bug, and the expected size of embedded vectors."""
+
+from __future__ import annotations
+
+import math
+
+import torch
+from torch import nn
+
+from course_lib.exercises import FAILED, PASSED, describe_difference, not_attempted, report
+
+# ----------------------------------------------------------------------------------------------
+# 02.1: embedding lookup as a one-hot matrix product
+# ----------------------------------------------------------------------------------------------
+
+
+def _reference_one_hot_embed(ids: torch.Tensor, weight: torch.Tensor) -> torch.Tensor:
+    return weight[ids]  # (batch, seq, d_model): the lookup that the one-hot product must reproduce
+
+
+def _cases_02_1():
+    generator = torch.Generator().manual_seed(2)
+    small = torch.randn(6, 3, generator=generator)
+    medium = torch.randn(50, 8, generator=generator)
+    return [
+        ("one sentence, vocab 6, d_model 3", (torch.tensor([[1, 4, 2]]), small)),
+        ("a repeated token and <pad> (id 0)", (torch.tensor([[5, 5, 0, 0]]), small)),
+        ("the last id of the vocabulary", (torch.tensor([[0, 5]]), small)),
+        ("batch of 3 sentences, vocab 50, d_model 8", (torch.randint(0, 50, (3, 7), generator=generator), medium)),
+    ]
+
+
+def check_one_hot_embed(student_fn, quiet: bool = False):
+    """02.1: ``embed_via_one_hot(ids, weight)`` equals ``weight[ids]``, shape ``(batch, seq, d_model)``."""
+    for description, (ids, weight) in _cases_02_1():
+        try:
+            got = student_fn(ids.clone(), weight.clone())
+        except NotImplementedError:
+            return not_attempted("02.1", quiet=quiet)
+        except Exception as exc:  # report any crash of the student's code
+            return report("02.1", FAILED, f"on case '{description}' (ids shape {tuple(ids.shape)}, weight shape "
+                                          f"{tuple(weight.shape)}) your function raised {type(exc).__name__}: {exc}",
+                          quiet)
+        if isinstance(got, torch.Tensor) and got.dtype in (torch.bool, torch.int64, torch.int32):
+            return report("02.1", FAILED, f"on case '{description}': the result has dtype {got.dtype}; turn the one-hot "
+                                          "matrix into floats (.float() or .to(weight.dtype)) before the product", quiet)
+        difference = describe_difference(got, _reference_one_hot_embed(ids, weight), atol=1e-6)
+        if difference:
+            return report("02.1", FAILED, f"on case '{description}': {difference}.", quiet)
+    return report("02.1", PASSED, f"all {len(_cases_02_1())} cases equal the lookup weight[ids].", quiet)
+
+
+# ----------------------------------------------------------------------------------------------
+# 02.2: spot the bug: scaling by sqrt(sequence length)
+# ----------------------------------------------------------------------------------------------
+
+
+def _make_student_module(student_cls, vocab_size: int, d_model: int, weight: torch.Tensor):
+    module = student_cls(vocab_size, d_model)
+    embedding = getattr(module, "embedding", None)
+    if not isinstance(embedding, nn.Embedding):
+        raise AttributeError("keep the nn.Embedding in self.embedding, as in the given code")
+    with torch.no_grad():
+        embedding.weight.copy_(weight)
+    return module
+
+
+def check_scaled_embedding(student_cls, quiet: bool = False):
+    """02.2: ``ScaledEmbedding(vocab_size, d_model)(ids)`` must be ``embedding(ids) * sqrt(d_model)`` for every length."""
+    generator = torch.Generator().manual_seed(3)
+    cases = [  # (description, vocab_size, d_model, seq_len); the first hides the bug on purpose
+        ("seq_len 16 = d_model 16", 30, 16, 16),
+        ("seq_len 5, d_model 16", 30, 16, 5),
+        ("seq_len 40, d_model 16", 30, 16, 40),
+        ("seq_len 7, d_model 64", 100, 64, 7),
+    ]
+    for description, vocab_size, d_model, seq_len in cases:
+        weight = torch.randn(vocab_size, d_model, generator=generator)
+        ids = torch.randint(0, vocab_size, (2, seq_len), generator=generator)
+        try:
+            module = _make_student_module(student_cls, vocab_size, d_model, weight)
+            got = module(ids)
+        except NotImplementedError:
+            return not_attempted("02.2", "delete the `raise NotImplementedError` line, fix the bug", quiet)
+        except Exception as exc:  # report any crash of the student's code
+            return report("02.2", FAILED, f"on case '{description}' your module raised {type(exc).__name__}: {exc}", quiet)
+        expected = weight[ids] * math.sqrt(d_model)
+        if not isinstance(got, torch.Tensor) or tuple(got.shape) != tuple(expected.shape):
+            return report("02.2", FAILED, f"on case '{description}': {describe_difference(got, expected)}.", quiet)
+        if torch.allclose(got, weight[ids] * math.sqrt(seq_len), atol=1e-5) and seq_len != d_model:
+            return report("02.2", FAILED, f"on case '{description}': the output is still scaled by sqrt(seq_len) = "
+                                          f"{math.sqrt(seq_len):.3f} instead of sqrt(d_model) = {math.sqrt(d_model):.3f}. "
+                                          "x.size(-1) of the id tensor x is the sequence length, not the model width. "
+                                          "(With seq_len = d_model the bug is invisible, which is how it slipped through.)",
+                          quiet)
+        if torch.allclose(got, weight[ids], atol=1e-5):
+            return report("02.2", FAILED, f"on case '{description}': the output is not scaled at all; multiply by "
+                                          f"sqrt(d_model) = {math.sqrt(d_model):.3f}.", quiet)
+        difference = describe_difference(got, expected, atol=1e-4)
+        if difference:
+            return report("02.2", FAILED, f"on case '{description}': {difference}.", quiet)
+    return report("02.2", PASSED, f"all {len(cases)} cases scale by sqrt(d_model), whatever the sentence length.", quiet)
+
+
+# ----------------------------------------------------------------------------------------------
+# 02.3: expected norms
+# ----------------------------------------------------------------------------------------------
+
+NORM_D_MODEL = 256
+
+
+def expected_norms(d_model: int = NORM_D_MODEL) -> tuple[float, float, float]:
+    """(token with N(0, 1) init, token with N(0, d_model^-0.5) init, positional encoding), all after the scaling."""
+    return float(d_model), math.sqrt(d_model), math.sqrt(d_model / 2)
+
+
+def check_norms(answer, quiet: bool = False):
+    """02.3: the typical length of a scaled token vector under both inits and of a positional-encoding vector."""
+    if answer is None:
+        return not_attempted("02.3", "set your answer instead of `None`", quiet)
+    names = ("(a) N(0, 1) init", "(b) course init", "(c) positional encoding")
+    if (not isinstance(answer, (tuple, list)) or len(answer) != 3
+            or not all(isinstance(x, (int, float)) and not isinstance(x, bool) for x in answer)):
+        return report("02.3", FAILED, f"expected three numbers (a, b, c), got {answer!r}", quiet)
+    expected = expected_norms()
+    d = NORM_D_MODEL
+    hints = (
+        f"Each of the {d} components is N(0, 1) times sqrt({d}), so its square has mean {d}; sum {d} of them, "
+        "then take the square root.",
+        f"Each component is N(0, 1/{d}) times sqrt({d}), i.e. N(0, 1); the squared length sums {d} squares of mean 1.",
+        f"The {d} dimensions form {d // 2} (sin, cos) pairs and sin² + cos² = 1 for each pair.",
+    )
+    for name, got, want, hint in zip(names, answer, expected, hints, strict=True):
+        if abs(got - want) > 0.02 * want:
+            return report("02.3", FAILED, f"{name}: expected about {want:.2f}, got {got:.2f}. {hint}", quiet)
+    return report("02.3", PASSED, f"correct: {expected[0]:.0f}, {expected[1]:.0f} and {expected[2]:.2f}. With the default "
+                                  f"init the tokens are {expected[0] / expected[2]:.0f}x longer than the positions.", quiet)
+
+
+__all__ = [
+    "PASSED",
+    "check_norms",
+    "check_one_hot_embed",
+    "check_scaled_embedding",
+    "expected_norms",
+]

@@ -12,6 +12,7 @@ maps one to one. PyTorch's masks use the opposite polarity (True = blocked):
 from __future__ import annotations
 
 import torch
+import torch.nn.functional as F
 from torch import nn
 
 from .attention import MultiHeadAttention
@@ -90,7 +91,9 @@ def _copy_feed_forward(src_layer: nn.Module, dst: PositionwiseFeedForward) -> No
 
 
 def _check_relu(src_layer: nn.Module) -> None:
-    if getattr(src_layer, "activation_relu_or_gelu", 1) != 1:
+    # nn.TransformerDecoderLayer has no `activation_relu_or_gelu` flag: look at the activation itself.
+    activation = src_layer.activation
+    if activation is not F.relu and not isinstance(activation, nn.ReLU):
         raise ValueError("only the ReLU activation is supported (ours uses ReLU)")
 
 

@@ -24,9 +24,9 @@ from torch import nn
 
 def check_token_ids(ids: torch.Tensor, vocab_size: int, name: str = "ids") -> None:
     """Raise a clear error unless ``ids`` is a non-empty integer ``(batch, seq)`` tensor in ``[0, vocab_size)``."""
-    if not isinstance(ids, torch.Tensor) or ids.dtype not in (torch.int64, torch.int32, torch.int16, torch.uint8):
+    if not isinstance(ids, torch.Tensor) or ids.dtype not in (torch.int64, torch.int32):
         got = ids.dtype if isinstance(ids, torch.Tensor) else type(ids).__name__
-        raise TypeError(f"{name} must be an integer tensor of token ids, got {got}")
+        raise TypeError(f"{name} must be an int64 or int32 tensor of token ids, got {got}")
     if ids.dim() != 2:
         raise ValueError(f"{name} must have shape (batch, seq), got {tuple(ids.shape)}")
     if ids.numel() == 0:

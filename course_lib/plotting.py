@@ -1084,6 +1084,8 @@ def _draw_history_panel(ax: Axes, metric: str, series: dict, x_key: str) -> None
 
 def _format_number(v: float, fmt: str | None = None) -> str:
     if fmt is not None:
+        if fmt.endswith(("d", "n")) and float(v).is_integer():  # integer formats need an int, not 3.0
+            v = int(v)
         return format(v, fmt)
     if float(v).is_integer() and abs(v) >= 1:
         return f"{int(v):,}"

@@ -129,6 +129,8 @@ class Vocab:
         """
         if min_freq < 1:
             raise ValueError(f"min_freq must be >= 1, got {min_freq}")
+        if max_size is not None and max_size < 0:
+            raise ValueError(f"max_size must be >= 0 or None, got {max_size}")
         counts: Counter[str] = Counter()
         for tokens in token_streams:
             if isinstance(tokens, str):

@@ -1,0 +1,254 @@
+"""Exercise checks for notebook 12 (what changed since 2017, and how to scale up).
+
+12.1 ``rms_norm``: RMSNorm, the LayerNorm variant of most recent models.
+12.2 ``count_parameters``: the parameter count of a ``TransformerConfig`` by formula, without building the model.
+12.3 ``rotate_pair``: the rotary position embedding (RoPE) of one pair of features.
+
+Checkers compare with a reference (``nn.RMSNorm``, ``Transformer(config).num_parameters()``, a 2-D
+rotation) and name the typical mistake they recognise: LayerNorm's mean subtraction, eps outside the
+square root, a forgotten component of the model, a rotation in the wrong direction.
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+
+from course_lib.exercises import FAILED, PASSED, describe_difference, not_attempted, report
+from course_lib.model import Transformer, TransformerConfig
+
+# ----------------------------------------------------------------------------------------------
+# 12.1 RMSNorm
+# ----------------------------------------------------------------------------------------------
+
+
+def reference_rms_norm(x: torch.Tensor, weight: torch.Tensor, eps: float = 1e-6) -> torch.Tensor:
+    """x ``(..., d)`` -> x / sqrt(mean(x^2) + eps) * weight, over the last dimension (as ``nn.RMSNorm``)."""
+    return x * torch.rsqrt(x.pow(2).mean(dim=-1, keepdim=True) + eps) * weight
+
+
+_RMS_MISTAKES = [
+    ("you subtract the mean first: that is LayerNorm; RMSNorm only divides by the root mean square",
+     lambda x, w, eps: (x - x.mean(-1, keepdim=True)) * torch.rsqrt(x.var(-1, keepdim=True, unbiased=False) + eps) * w),
+    ("eps is added outside the square root (rms + eps); RMSNorm computes sqrt(mean(x^2) + eps)",
+     lambda x, w, eps: x / (x.pow(2).mean(-1, keepdim=True).sqrt() + eps) * w),
+    ("you divide by the mean square, not its square root",
+     lambda x, w, eps: x / (x.pow(2).mean(-1, keepdim=True) + eps) * w),
+    ("you divide by the standard deviation (x.std), which subtracts the mean inside; use sqrt(mean(x^2) + eps)",
+     lambda x, w, eps: x / torch.sqrt(x.var(-1, keepdim=True, unbiased=False) + eps) * w),
+    ("you use the root of the SUM of squares; RMSNorm uses the MEAN of the squares over the last dimension",
+     lambda x, w, eps: x * torch.rsqrt(x.pow(2).sum(-1, keepdim=True) + eps) * w),
+    ("the gain (weight) is not applied: multiply the normalised x by weight",
+     lambda x, w, eps: x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + eps)),
+    ("you normalise over the wrong dimension: use each position's own features, the LAST dimension",
+     lambda x, w, eps: x * torch.rsqrt(x.pow(2).mean(0, keepdim=True) + eps) * w),
+]
+
+
+def _rms_cases():
+    g = torch.Generator().manual_seed(12)
+    cases = []
+    for description, shape, scale, offset, eps in [
+        ("x of shape (2, 5, 16), values of size ~2", (2, 5, 16), 2.0, 0.0, 1e-6),
+        ("x with a large mean: shape (3, 8), values 5 + noise", (3, 8), 1.0, 5.0, 1e-6),
+        ("tiny values: shape (2, 3, 8) * 1e-4, eps 1e-3", (2, 3, 8), 1e-4, 0.0, 1e-3),
+        ("x of shape (4, 4, 32), eps 1e-5", (4, 4, 32), 1.0, 0.5, 1e-5),
+    ]:
+        x = (torch.randn(*shape, generator=g) * scale + offset).double()
+        weight = (1 + 0.5 * torch.randn(shape[-1], generator=g)).double()
+        cases.append((description, x, weight, eps))
+    return cases
+
+
+def _close(got, expected) -> bool:
+    return (isinstance(got, torch.Tensor) and got.shape == expected.shape
+            and torch.allclose(got.detach().double(), expected.double(), atol=1e-7, rtol=1e-5))
+
+
+def _rms_diagnosis(outputs, cases) -> str | None:
+    for message, wrong in _RMS_MISTAKES:
+        try:
+            if all(_close(got, wrong(x, w, eps)) for got, (_, x, w, eps) in zip(outputs, cases, strict=True)):
+                return message
+        except RuntimeError:
+            continue
+    return None
+
+
+def check_rms_norm(student_fn, quiet: bool = False):
+    """12.1: ``rms_norm(x, weight, eps)`` equals ``nn.RMSNorm`` over the last dimension."""
+    exercise = "12.1"
+    cases = _rms_cases()
+    outputs = []
+    for description, x, weight, eps in cases:
+        try:
+            outputs.append(student_fn(x.clone(), weight.clone(), eps))
+        except NotImplementedError:
+            return not_attempted(exercise, quiet=quiet)
+        except Exception as exc:  # the student's code crashed: say on which input
+            return report(exercise, FAILED, f"on case '{description}' your function raised {type(exc).__name__}: {exc}",
+                          quiet)
+    for got, (description, x, weight, eps) in zip(outputs, cases, strict=True):
+        difference = describe_difference(got, reference_rms_norm(x, weight, eps), atol=1e-6, rtol=1e-4)
+        if difference:
+            mistake = _rms_diagnosis(outputs, cases)
+            return report(exercise, FAILED, f"on case '{description}': {mistake or difference}.", quiet)
+    return report(exercise, PASSED, f"all {len(cases)} cases agree with the reference (the formula of nn.RMSNorm).",
+                  quiet)
+
+
+# ----------------------------------------------------------------------------------------------
+# 12.2 the parameter count of a config
+# ----------------------------------------------------------------------------------------------
+
+PARAMETER_CONFIGS = [
+    ("the course's default sizes, vocabularies 855 / 515",
+     TransformerConfig(src_vocab_size=855, tgt_vocab_size=515)),
+    ("d_model 32, 2 heads, 1 + 3 layers, d_ff 48, vocabularies 100 / 80",
+     TransformerConfig(src_vocab_size=100, tgt_vocab_size=80, d_model=32, n_heads=2, n_encoder_layers=1,
+                       n_decoder_layers=3, d_ff=48)),
+    ("pre-norm (so a final LayerNorm after each stack) with tied target embedding and generator",
+     TransformerConfig(src_vocab_size=200, tgt_vocab_size=150, d_model=48, n_heads=4, n_encoder_layers=2,
+                       n_decoder_layers=2, d_ff=96, norm_first=True, tie_embeddings=True)),
+    ("learned positions (max_len 64)",
+     TransformerConfig(src_vocab_size=120, tgt_vocab_size=90, d_model=32, n_heads=4, n_encoder_layers=2,
+                       n_decoder_layers=1, d_ff=64, max_len=64, positional="learned")),
+    ("the paper's base model: d_model 512, 8 heads, 6 + 6 layers, d_ff 2048, vocabularies 37000, tied",
+     TransformerConfig(src_vocab_size=37000, tgt_vocab_size=37000, d_model=512, n_heads=8, n_encoder_layers=6,
+                       n_decoder_layers=6, d_ff=2048, tie_embeddings=True)),
+]
+
+
+def reference_parameter_count(config: TransformerConfig) -> int:
+    """``Transformer(config).num_parameters()``, built on the meta device (no memory, no initialisation cost)."""
+    with torch.device("meta"):
+        return Transformer(config).num_parameters()
+
+
+def _components(c: TransformerConfig) -> dict[str, int]:
+    """Named pieces of the count whose omission (or double counting) explains a wrong answer."""
+    d, n_enc, n_dec = c.d_model, c.n_encoder_layers, c.n_decoder_layers
+    attention = 4 * d * d + 4 * d
+    components = {
+        "the cross-attention blocks of the decoder layers": n_dec * attention,
+        "the LayerNorms (2 per encoder layer, 3 per decoder layer, 2 numbers per feature)":
+            (2 * n_enc + 3 * n_dec) * 2 * d,
+        "the biases of the attention projections (4 per attention block, d_model each)":
+            (n_enc + 2 * n_dec) * 4 * d,
+        "the biases of the feed-forward layers (d_ff + d_model per layer)": (n_enc + n_dec) * (c.d_ff + d),
+        "the generator's bias (one per target token)": c.tgt_vocab_size,
+        "the generator (d_model x target vocabulary, plus its bias)": c.tgt_vocab_size * d + c.tgt_vocab_size,
+        "the source embedding": c.src_vocab_size * d,
+    }
+    if c.use_final_norm:
+        components["the final LayerNorm after each stack (pre-norm models have one)"] = 2 * 2 * d
+    if c.positional == "learned":
+        components["the learned position tables (max_len x d_model, one for each side)"] = 2 * c.max_len * d
+    if c.tie_embeddings:
+        components["the tied matrix: with tie_embeddings the target embedding IS the generator's weight, count it once"] = (
+            c.tgt_vocab_size * d
+        )
+    return components
+
+
+def _parameter_hint(got: int, expected: int, config: TransformerConfig) -> str:
+    difference = expected - got
+    for name, size in _components(config).items():
+        if difference == size:
+            return f" You are {size:,} short: that is exactly {name}."
+        if difference == -size:
+            return f" You have {size:,} too many: that is exactly {name}."
+    return ""
+
+
+def check_parameter_count(student_fn, quiet: bool = False):
+    """12.2: ``count_parameters(config)`` equals ``Transformer(config).num_parameters()`` on several configs."""
+    exercise = "12.2"
+    for description, config in PARAMETER_CONFIGS:
+        try:
+            got = student_fn(config)
+        except NotImplementedError:
+            return not_attempted(exercise, quiet=quiet)
+        except Exception as exc:  # the student's code crashed: say on which config
+            return report(exercise, FAILED, f"on config '{description}' your function raised "
+                          f"{type(exc).__name__}: {exc}", quiet)
+        if isinstance(got, torch.Tensor) and got.numel() == 1:
+            got = got.item()
+        if isinstance(got, float) and got.is_integer():
+            got = int(got)
+        if not isinstance(got, int) or isinstance(got, bool):
+            return report(exercise, FAILED, f"on config '{description}': return an int, got {type(got).__name__}.",
+                          quiet)
+        expected = reference_parameter_count(config)
+        if got != expected:
+            hint = _parameter_hint(got, expected, config)
+            return report(exercise, FAILED, f"on config '{description}': expected {expected:,} parameters, "
+                          f"got {got:,}.{hint}", quiet)
+    return report(exercise, PASSED, f"all {len(PARAMETER_CONFIGS)} configs agree with Transformer(config)"
+                  ".num_parameters().", quiet)
+
+
+# ----------------------------------------------------------------------------------------------
+# 12.3 RoPE for one pair
+# ----------------------------------------------------------------------------------------------
+
+
+def reference_rotate_pair(pair: torch.Tensor, positions: torch.Tensor, theta: float) -> torch.Tensor:
+    """Rotate each 2-vector ``pair[i]`` ``(seq, 2)`` counter-clockwise by the angle ``positions[i] * theta``."""
+    angle = positions.to(pair.dtype) * theta  # (seq,)
+    cos, sin = angle.cos(), angle.sin()
+    x, y = pair[:, 0], pair[:, 1]
+    return torch.stack([x * cos - y * sin, x * sin + y * cos], dim=-1)  # (seq, 2)
+
+
+_ROPE_MISTAKES = [
+    ("your rotation goes the wrong way (clockwise): use (x cos - y sin, x sin + y cos)",
+     lambda p, pos, th: reference_rotate_pair(p, pos, -th)),
+    ("the angle must be position * theta; you rotate every position by theta alone",
+     lambda p, pos, th: reference_rotate_pair(p, torch.ones_like(pos), th)),
+    ("you treat the angle as degrees; torch.cos and torch.sin take radians, and the angle is position * theta",
+     lambda p, pos, th: reference_rotate_pair(p, pos, math.radians(th))),
+    ("you swapped cos and sin",
+     lambda p, pos, th: torch.stack([p[:, 0] * (pos * th).sin() - p[:, 1] * (pos * th).cos(),
+                                     p[:, 0] * (pos * th).cos() + p[:, 1] * (pos * th).sin()], dim=-1)),
+]
+
+
+def _rope_cases():
+    g = torch.Generator().manual_seed(3)
+    return [
+        ("(1, 0) at position 1 with theta = pi/2 -> (0, 1)", torch.tensor([[1.0, 0.0]], dtype=torch.float64),
+         torch.tensor([1]), math.pi / 2),
+        ("position 0 leaves the pair unchanged", torch.tensor([[0.3, -1.2]], dtype=torch.float64),
+         torch.tensor([0]), 0.7),
+        ("5 pairs at positions 0..4, theta = 0.5", torch.randn(5, 2, generator=g, dtype=torch.float64),
+         torch.arange(5), 0.5),
+        ("3 pairs at positions 10, 3, 7, theta = 0.01", torch.randn(3, 2, generator=g, dtype=torch.float64),
+         torch.tensor([10, 3, 7]), 0.01),
+    ]
+
+
+def check_rotate_pair(student_fn, quiet: bool = False):
+    """12.3: ``rotate_pair(pair, positions, theta)`` rotates each (x, y) by position * theta (counter-clockwise)."""
+    exercise = "12.3"
+    cases = _rope_cases()
+    for description, pair, positions, theta in cases:
+        try:
+            got = student_fn(pair.clone(), positions.clone(), theta)
+        except NotImplementedError:
+            return not_attempted(exercise, quiet=quiet)
+        except Exception as exc:  # the student's code crashed: say on which input
+            return report(exercise, FAILED, f"on case '{description}' your function raised {type(exc).__name__}: {exc}",
+                          quiet)
+        expected = reference_rotate_pair(pair, positions, theta)
+        difference = describe_difference(got, expected, atol=1e-6)
+        if difference:
+            hint = ""
+            for message, wrong in _ROPE_MISTAKES:
+                candidate = wrong(pair, positions, theta)
+                if _close(got, candidate) and not _close(candidate, expected):
+                    hint = f" It looks like {message}."
+                    break
+            return report(exercise, FAILED, f"on case '{description}': {difference}.{hint}", quiet)
+    return report(exercise, PASSED, f"all {len(cases)} cases agree with the rotation by position × theta.", quiet)

@@ -68,6 +68,7 @@ def draw_architecture(highlight: str | None = None, title: str = "The Transforme
     ax.text(2.5, 0.0, "Encoder: reads German", ha="center", fontsize=14, weight="bold")
     ax.text(7.5, 0.0, "Decoder: writes English", ha="center", fontsize=14, weight="bold")
     ax.text(5.15, 7.0, "memory", ha="center", fontsize=10, style="italic", rotation=-30)
-    ax.set_title(title + (f" (notebook {highlight} in red)" if highlight else ""), fontsize=16, pad=20)
+    any_on = highlight is not None and any(highlight in box[1].split() for box in _BOXES + _STACKS)
+    ax.set_title(title + (f" (notebook {highlight} in red)" if any_on else ""), fontsize=16, pad=20)
     fig.tight_layout()
     return fig

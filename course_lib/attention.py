@@ -172,6 +172,12 @@ class MultiHeadAttention(nn.Module):
         self._check_inputs(query, key, value)
         batch, q_len, k_len = query.size(0), query.size(1), key.size(1)
         if mask is not None:
+            if isinstance(mask, torch.Tensor) and mask.dim() == 3:
+                # (batch, q_len, k_len) would line batch up with the heads dimension when broadcast
+                raise ValueError(
+                    f"mask of shape {tuple(mask.shape)} is 3-D, which is ambiguous: use (q_len, k_len) or "
+                    "(batch, 1, q_len, k_len), e.g. mask[:, None] for a (batch, q_len, k_len) mask"
+                )
             check_mask(mask, (batch, self.n_heads, q_len, k_len))
         q = self.split_heads(self.q_proj(query))  # (batch, n_heads, q_len, d_head)
         k = self.split_heads(self.k_proj(key))  # (batch, n_heads, k_len, d_head)

@@ -37,7 +37,8 @@ class TransformerConfig:
     pad_id: int = 0  # id of <pad> in both vocabularies
     norm_first: bool = False  # False: post-norm (the paper); True: pre-norm
     final_norm: bool | None = None  # LayerNorm after each stack; None means "only with pre-norm"
-    tie_embeddings: bool = False  # share the target embedding matrix with the output projection
+    tie_embeddings: bool = False  # share the target embedding matrix with the output projection (its pad row
+    # then gets gradient from the output layer; harmless, since pad positions are masked everywhere)
     positional: str = "sinusoidal"  # "sinusoidal" (fixed table) or "learned" (one vector per position)
 
     def __post_init__(self):
@@ -191,6 +192,7 @@ class Transformer(nn.Module):
             Logits ``(batch, tgt_len, tgt_vocab_size)``.
         """
         self._check_ids(tgt, self.config.tgt_vocab_size, "tgt")
+        check_token_ids(src, self.config.src_vocab_size, "src")
         if memory.dim() != 3 or memory.shape[:2] != src.shape:
             raise ValueError(
                 f"memory must have shape (batch, src_len, d_model) matching src {tuple(src.shape)}, "

@@ -1,0 +1,57 @@
+"""The throughput benchmark script runs end to end (2 tiny steps per model; nothing is timed or asserted on speed)."""
+
+import importlib.util
+from pathlib import Path
+
+import torch
+
+SCRIPT = Path(__file__).resolve().parents[1] / "benchmarks" / "throughput.py"
+
+
+def _load_benchmark():
+    spec = importlib.util.spec_from_file_location("throughput_benchmark", SCRIPT)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_benchmark_main_runs_two_steps(capsys):
+    torch.manual_seed(0)
+    benchmark = _load_benchmark()
+    threads = torch.get_num_threads()
+    try:  # main() sets the torch thread count; restore it for the other tests
+        results = benchmark.main(["--steps", "2", "--block", "1", "--warmup", "1", "--batch-size", "4", "--threads", "1"])
+    finally:
+        torch.set_num_threads(threads)
+    assert set(results) == {"train", "eval"}
+    for phase in ("train", "eval"):
+        assert results[phase]["ours"] > 0 and results[phase]["torch"] > 0
+        assert results[phase]["rounds"] == 2
+    out = capsys.readouterr().out
+    assert "ours/torch" in out and "train" in out and "eval" in out
+
+
+def test_benchmark_models_compute_the_same_function():
+    """With copied weights the benchmark's nn.Transformer wrapper equals our model, so it times the same work."""
+    from course_lib.compat import copy_decoder_layer, copy_encoder_layer
+    from course_lib.model import TransformerConfig
+
+    torch.manual_seed(1)
+    benchmark = _load_benchmark()
+    config = TransformerConfig(src_vocab_size=30, tgt_vocab_size=20, final_norm=True)
+    ours, ref = benchmark.build_models(config)
+    ours.eval()
+    ref.eval()
+    with torch.no_grad():
+        for src_layer, dst_layer in zip(ref.transformer.encoder.layers, ours.encoder.layers, strict=True):
+            copy_encoder_layer(src_layer, dst_layer)
+        for src_layer, dst_layer in zip(ref.transformer.decoder.layers, ours.decoder.layers, strict=True):
+            copy_decoder_layer(src_layer, dst_layer)
+        ours.encoder.norm.load_state_dict(ref.transformer.encoder.norm.state_dict())
+        ours.decoder.norm.load_state_dict(ref.transformer.decoder.norm.state_dict())
+        ours.encoder.embedding.weight.copy_(ref.src_embedding.weight)
+        ours.decoder.embedding.weight.copy_(ref.tgt_embedding.weight)
+        ours.generator.load_state_dict(ref.generator.state_dict())
+        src, tgt = benchmark.make_batches(1, 3, 30, 20)[0]
+        real = tgt != 0
+        torch.testing.assert_close(ours(src, tgt)[real], ref(src, tgt)[real], atol=1e-5, rtol=0)

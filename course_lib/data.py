@@ -591,7 +591,9 @@ def format_statistics(stats: dict) -> str:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Command line: print the corpus statistics, or regenerate the TSV files with ``--write DIR``."""
-    parser = argparse.ArgumentParser(prog="python -m course_lib.data", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog="python -m course_lib.data",
+                                     description="Print the statistics of the course's toy corpus (the numbers "
+                                                 "of data/README.md), or regenerate its files with --write.")
     parser.add_argument("--write", metavar="DIR", help="regenerate train.tsv, valid.tsv and test.tsv into DIR")
     parser.add_argument("--seed", type=int, default=corpus.DEFAULT_SEED, help="corpus seed (default %(default)s)")
     args = parser.parse_args(argv)

@@ -32,7 +32,8 @@ class TransformerConfig:
     n_encoder_layers: int = 2  # encoder depth
     n_decoder_layers: int = 2  # decoder depth
     d_ff: int = 256  # hidden size of the feed-forward block (4 * d_model, as in the paper)
-    dropout: float = 0.1  # dropout on residual branches, attention weights and FFN hidden units
+    dropout: float = 0.0  # dropout on residual branches, attention weights and FFN hidden units (paper: 0.1; off
+    #   here: 24k pairs do not overfit in minutes, and dropout cost 30% of the training steps per second on a CPU)
     max_len: int = 128  # longest sequence (tokens incl. <bos>/<eos>) the position table covers
     pad_id: int = 0  # id of <pad> in both vocabularies
     norm_first: bool = False  # False: post-norm (the paper); True: pre-norm

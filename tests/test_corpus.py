@@ -324,3 +324,15 @@ def test_english_participles_follow_has_or_have(train):
         else:
             assert any(x in ("has", "have") and (y in participles or y == "not")
                        for x, y in pairwise(w)), t.pair
+
+
+def test_short_examples_for_the_attention_pictures_exist():
+    """Notebook 11 draws attention maps for short, plain test sentences of these three kinds."""
+    plain = ("question", "negation_nicht", "negation_kein", "modal", "fronted_time", "fronted_place",
+             "pronoun_object", "ditransitive", "prepositional_object", "subordinate_first", "copula")
+    for tag, also_without in (("subordinate_clause", ("perfect", "separable_verb")),
+                              ("perfect", ("subordinate_clause", "separable_verb", "perfect_sein")),
+                              ("separable_split", ("subordinate_clause", "perfect"))):
+        short = [t for t in corpus.examples_with(tag, n=1000, split="test", without=plain + also_without)
+                 if len(words(t.german)) <= 9]
+        assert len(short) >= 5, tag

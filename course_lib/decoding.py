@@ -1,0 +1,442 @@
+"""Turning a trained Transformer into translations: batched greedy decoding and beam search.
+
+Both decoders encode the source once and then extend every sequence of the batch by one token
+per step until each has produced ``<eos>`` (or ``max_len`` tokens). A sequence that has finished
+is extended with ``<pad>`` only, so a batch keeps one rectangular tensor.
+
+Each step needs the next-token logits of the newest position. The plain way re-runs
+``model.decode`` over the whole prefix (``O(length^2)`` work per sentence). :class:`CachedDecoder`
+instead keeps every decoder layer's self-attention keys/values and the cross-attention
+keys/values of the memory, and runs only the newest position through the layers; it reuses the
+model's own sub-modules, so it computes the same numbers. ``tests/test_decoding.py`` checks that
+cached and uncached decoding give identical tokens (post-norm and pre-norm), that batched greedy
+equals one-sentence-at-a-time greedy, that beam search with ``beam_size=1`` equals greedy, and
+that beam search finds a higher-probability output than greedy on a model built to fool greedy.
+
+Beam search keeps ``beam_size`` hypotheses per sentence, ranked by their summed log-probability.
+A finished hypothesis stays in its beam (extended by ``<pad>`` at no cost), so the search stops
+exactly when the ``beam_size`` best hypotheses have all ended. The returned hypothesis is the
+beam member with the best GNMT length-normalised score ``log p(y) / ((5 + |y|) / 6)^alpha``
+(Wu et al. 2016; ``alpha = 0`` means no normalisation).
+
+Translating many sentences is fastest in length-sorted batches of 64-128 (see
+:func:`translate_sentences`): padding stays short and the per-step overhead is shared. Measured on
+the 1,000 toy test sentences with one CPU thread: 0.34 s in batches of 96 with the cache (about 5x
+slower without it), 1 s in one batch of 1,000, 6 s one sentence at a time.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from .masks import padding_mask
+from .model import Transformer, record_attention
+from .tokenization import BOS_ID, EOS_ID, PAD_ID, Vocab, detokenize
+
+
+def _unwrap(model: nn.Module) -> nn.Module:
+    """The model inside a DistributedDataParallel (or similar) wrapper."""
+    return getattr(model, "module", model)
+
+
+def output_limits(model: nn.Module, src: torch.Tensor, max_len: int | None, pad_id: int = PAD_ID) -> torch.Tensor:
+    """Most tokens each sentence may generate, ``(batch,)``.
+
+    ``max_len`` if given, else ``1.5 * source length + 10`` per sentence (so a sentence gets the
+    same limit alone or in any batch); never more than the model's position table (``config.max_len``).
+    """
+    table = getattr(getattr(model, "config", None), "max_len", 10_000)
+    if max_len is not None:
+        return torch.full((src.size(0),), min(max_len, table), dtype=torch.long, device=src.device)
+    src_lengths = (src != pad_id).sum(dim=1)  # (batch,)
+    return (src_lengths * 3 // 2 + 10).clamp(max=table)
+
+
+class UncachedStepper:
+    """Next-token logits by re-running ``model.decode`` over the whole prefix (works for any model
+    with ``decode(tgt, memory, src)``)."""
+
+    def __init__(self, model: nn.Module, memory: torch.Tensor, src: torch.Tensor):
+        self.model, self.memory, self.src = model, memory, src
+
+    def step(self, tokens: torch.Tensor) -> torch.Tensor:
+        """tokens ``(batch, t)`` (starting with ``<bos>``) -> logits for position t+1 ``(batch, vocab)``."""
+        return self.model.decode(tokens, self.memory, self.src)[:, -1]
+
+    def reorder(self, index: torch.Tensor) -> None:
+        """Keep rows ``index`` ``(new_batch,)`` (beam search moves hypotheses between rows)."""
+        self.memory, self.src = self.memory[index], self.src[index]
+
+
+class CachedDecoder:
+    """Incremental decoding for the course :class:`~course_lib.model.Transformer` with a key/value cache.
+
+    Runs only the newest target position through the decoder layers. Self-attention attends to
+    the cached keys/values of all earlier positions (so it is causal by construction) and
+    cross-attention uses keys/values of the memory computed once. The layer arithmetic mirrors
+    :class:`~course_lib.layers.DecoderLayer` in evaluation mode (dropout off).
+
+    Args:
+        model: a course ``Transformer`` in eval mode.
+        memory: encoder output ``(batch, src_len, d_model)``.
+        src: source ids ``(batch, src_len)`` (for the padding mask).
+    """
+
+    def __init__(self, model: Transformer, memory: torch.Tensor, src: torch.Tensor):
+        if model.training:
+            raise RuntimeError("CachedDecoder needs the model in eval mode (dropout off): call model.eval()")
+        self.model = model
+        self.decoder = model.decoder
+        self.src_mask = padding_mask(src, model.config.pad_id)  # (batch, 1, 1, src_len)
+        self.cross_kv = [self._project_kv(layer.cross_attn, memory) for layer in self.decoder.layers]
+        self.self_kv: list[tuple[torch.Tensor, torch.Tensor] | None] = [None] * len(self.decoder.layers)
+        self.length = 0  # positions decoded so far
+
+    @staticmethod
+    def _project_kv(attn, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """x ``(batch, seq, d_model)`` -> keys and values ``(batch, n_heads, seq, d_head)``."""
+        return attn.split_heads(attn.k_proj(x)), attn.split_heads(attn.v_proj(x))
+
+    @staticmethod
+    def _attend(attn, x: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mask: torch.Tensor | None) -> torch.Tensor:
+        """Query x ``(batch, 1, d_model)`` against k, v ``(batch, n_heads, k_len, d_head)`` -> ``(batch, 1, d_model)``."""
+        q = attn.split_heads(attn.q_proj(x))  # (batch, n_heads, 1, d_head)
+        heads = F.scaled_dot_product_attention(q, k, v, attn_mask=mask)  # (batch, n_heads, 1, d_head)
+        return attn.out_proj(attn.merge_heads(heads))  # (batch, 1, d_model)
+
+    def _self_attention(self, i: int, layer, x: torch.Tensor) -> torch.Tensor:
+        k_new, v_new = self._project_kv(layer.self_attn, x)  # (batch, n_heads, 1, d_head) each
+        if self.self_kv[i] is not None:
+            k_old, v_old = self.self_kv[i]
+            k_new = torch.cat([k_old, k_new], dim=2)  # (batch, n_heads, t, d_head)
+            v_new = torch.cat([v_old, v_new], dim=2)
+        self.self_kv[i] = (k_new, v_new)
+        return self._attend(layer.self_attn, x, k_new, v_new, None)
+
+    def _cross_attention(self, i: int, layer, x: torch.Tensor) -> torch.Tensor:
+        k, v = self.cross_kv[i]
+        return self._attend(layer.cross_attn, x, k, v, self.src_mask)
+
+    def _layer_step(self, i: int, layer, x: torch.Tensor) -> torch.Tensor:
+        """One DecoderLayer for the newest position, x ``(batch, 1, d_model)`` -> same shape."""
+        if layer.norm_first:
+            x = x + self._self_attention(i, layer, layer.norm1(x))
+            x = x + self._cross_attention(i, layer, layer.norm2(x))
+            return x + layer.feed_forward(layer.norm3(x))
+        x = layer.norm1(x + self._self_attention(i, layer, x))
+        x = layer.norm2(x + self._cross_attention(i, layer, x))
+        return layer.norm3(x + layer.feed_forward(x))
+
+    def step(self, tokens: torch.Tensor) -> torch.Tensor:
+        """tokens ``(batch, t)``: only the last column is new. Returns next-token logits ``(batch, vocab)``."""
+        if tokens.size(1) != self.length + 1:
+            raise ValueError(f"expected a prefix of length {self.length + 1}, got {tuple(tokens.shape)}")
+        if self.length >= self.model.config.max_len:
+            raise ValueError(f"cannot decode beyond max_len={self.model.config.max_len} positions")
+        x = self.decoder.embedding(tokens[:, -1:])  # (batch, 1, d_model), already scaled by sqrt(d_model)
+        x = x + self.decoder.positions.pe[self.length]  # position of the newest token
+        for i, layer in enumerate(self.decoder.layers):
+            x = self._layer_step(i, layer, x)
+        self.length += 1
+        return self.model.generator(self.decoder.norm(x))[:, -1]  # (batch, vocab)
+
+    def reorder(self, index: torch.Tensor) -> None:
+        """Keep rows ``index`` ``(new_batch,)`` of every cache (beam search)."""
+        self.src_mask = self.src_mask[index]
+        self.cross_kv = [(k[index], v[index]) for k, v in self.cross_kv]
+        self.self_kv = [None if kv is None else (kv[0][index], kv[1][index]) for kv in self.self_kv]
+
+
+def make_stepper(model: nn.Module, memory: torch.Tensor, src: torch.Tensor, use_cache: bool | None = None):
+    """A :class:`CachedDecoder` for course Transformers (``use_cache`` None or True), else an :class:`UncachedStepper`."""
+    if use_cache is None:
+        use_cache = isinstance(model, Transformer)
+    if use_cache:
+        if not isinstance(model, Transformer):
+            raise TypeError(f"use_cache=True needs a course_lib Transformer, got {type(model).__name__}")
+        return CachedDecoder(model, memory, src)
+    return UncachedStepper(model, memory, src)
+
+
+class _EvalMode:
+    """Context manager: eval mode and no gradients inside, the previous mode restored after."""
+
+    def __init__(self, model: nn.Module):
+        self.model = model
+
+    def __enter__(self):
+        self.was_training = self.model.training
+        self.no_grad = torch.no_grad()
+        self.no_grad.__enter__()
+        self.model.eval()
+
+    def __exit__(self, *exc):
+        self.model.train(self.was_training)
+        self.no_grad.__exit__(*exc)
+
+
+def cross_attention(model: nn.Module, src: torch.Tensor, output: torch.Tensor, bos_id: int = BOS_ID) -> dict:
+    """Decoder cross-attention weights for a given output, from one teacher-forced pass.
+
+    Args:
+        model: the translation model.
+        src: source ids ``(batch, src_len)``.
+        output: generated ids without ``<bos>`` ``(batch, out_len)``.
+        bos_id: id of ``<bos>``.
+
+    Returns:
+        ``{"decoder.layers.0.cross_attn": (batch, n_heads, out_len, src_len), ...}``; row t is the
+        attention used to predict output token t.
+    """
+    model = _unwrap(model)
+    tgt_in = torch.cat([output.new_full((output.size(0), 1), bos_id), output[:, :-1]], dim=1)  # (batch, out_len)
+    with _EvalMode(model), record_attention(model) as maps:
+        model(src, tgt_in)
+    return {name: weights for name, weights in maps.items() if name.endswith("cross_attn")}
+
+
+def greedy_decode(
+    model: nn.Module,
+    src: torch.Tensor,
+    max_len: int | None = None,
+    bos_id: int = BOS_ID,
+    eos_id: int = EOS_ID,
+    return_attention: bool = False,
+    pad_id: int = PAD_ID,
+    use_cache: bool | None = None,
+):
+    """Translate a batch by always taking the most likely next token.
+
+    Args:
+        model: a model with ``encode(src)`` and ``decode(tgt, memory, src)`` (put in eval mode here).
+        src: source ids ``(batch, src_len)``, padded with ``pad_id``.
+        max_len: most tokens to generate per sentence (``<eos>`` included); default :func:`output_limits`.
+        bos_id, eos_id, pad_id: special token ids.
+        return_attention: also return the decoder cross-attention of the output (see :func:`cross_attention`).
+        use_cache: key/value cache; None = use it when the model is a course ``Transformer``.
+
+    Returns:
+        ``tokens`` ``(batch, out_len)`` without ``<bos>``: each row is ``y1 ... <eos>`` followed by ``<pad>``
+        (no ``<eos>`` if ``max_len`` was reached); with ``return_attention``, ``(tokens, attention_dict)``.
+    """
+    model = _unwrap(model)
+    limits = output_limits(model, src, max_len, pad_id)  # (batch,)
+    with _EvalMode(model):
+        stepper = make_stepper(model, model.encode(src), src, use_cache)
+        tokens = src.new_full((src.size(0), 1), bos_id)  # (batch, 1)
+        finished = torch.zeros(src.size(0), dtype=torch.bool, device=src.device)
+        for step in range(int(limits.max())):
+            next_token = _never_special(stepper.step(tokens), bos_id, pad_id).argmax(dim=-1)  # (batch,)
+            next_token = next_token.masked_fill(finished, pad_id)
+            tokens = torch.cat([tokens, next_token[:, None]], dim=1)  # (batch, t + 1)
+            finished |= (next_token == eos_id) | (limits <= step + 1)
+            if bool(finished.all()):
+                break
+    output = tokens[:, 1:]  # (batch, out_len), <bos> dropped
+    if return_attention:
+        return output, cross_attention(model, src, output, bos_id)
+    return output
+
+
+def _never_special(logits: torch.Tensor, bos_id: int, pad_id: int) -> torch.Tensor:
+    """Forbid generating ``<bos>`` or ``<pad>``: logits or log-probs ``(rows, vocab)`` -> copy with -inf there.
+
+    They are never targets in training, but an untrained model may still rank them first.
+    """
+    logits = logits.clone()
+    logits[:, [bos_id, pad_id]] = float("-inf")  # (batch, vocab)
+    return logits
+
+
+def length_penalty(lengths: torch.Tensor, alpha: float) -> torch.Tensor:
+    """GNMT length penalty ``((5 + length) / 6) ** alpha``; divide a log-probability by it."""
+    return ((5.0 + lengths.float()) / 6.0) ** alpha
+
+
+def output_lengths(tokens: torch.Tensor, pad_id: int = PAD_ID) -> torch.Tensor:
+    """Generated tokens up to and including ``<eos>`` (everything but the trailing ``<pad>``): ``(..., out_len)`` -> ``(...)``."""
+    return (tokens != pad_id).sum(dim=-1)
+
+
+def beam_search(
+    model: nn.Module,
+    src: torch.Tensor,
+    beam_size: int = 4,
+    length_penalty_alpha: float = 0.6,
+    max_len: int | None = None,
+    bos_id: int = BOS_ID,
+    eos_id: int = EOS_ID,
+    pad_id: int = PAD_ID,
+    return_attention: bool = False,
+    use_cache: bool | None = None,
+):
+    """Beam search for a whole batch at once (``batch * beam_size`` rows decoded together).
+
+    Args:
+        model: a model with ``encode(src)`` and ``decode(tgt, memory, src)`` (put in eval mode here).
+        src: source ids ``(batch, src_len)``.
+        beam_size: hypotheses kept per sentence; 1 is greedy decoding.
+        length_penalty_alpha: GNMT alpha for choosing the final hypothesis (0 = pure log-probability).
+        max_len: most tokens to generate; default :func:`output_limits`.
+        bos_id, eos_id, pad_id: special token ids.
+        return_attention: also return the cross-attention of the chosen outputs.
+        use_cache: key/value cache; None = use it when the model is a course ``Transformer``.
+
+    Returns:
+        ``(tokens, log_probs)``: the chosen outputs ``(batch, out_len)`` (without ``<bos>``, ``<pad>``
+        after ``<eos>``) and their summed log-probabilities ``(batch,)``; with ``return_attention``,
+        ``(tokens, log_probs, attention_dict)``.
+    """
+    if beam_size < 1:
+        raise ValueError(f"beam_size must be >= 1, got {beam_size}")
+    model = _unwrap(model)
+    batch, k = src.size(0), beam_size
+    limits = output_limits(model, src, max_len, pad_id).repeat_interleave(k)  # (batch * k,)
+    with _EvalMode(model):
+        memory = model.encode(src)  # (batch, src_len, d_model)
+        stepper = make_stepper(model, memory.repeat_interleave(k, 0), src.repeat_interleave(k, 0), use_cache)
+        tokens = src.new_full((batch * k, 1), bos_id)  # (batch * k, 1), beams of one sentence are adjacent rows
+        scores = torch.full((batch, k), float("-inf"), device=src.device)
+        scores[:, 0] = 0.0  # one live hypothesis at the start, so the first step does not pick k copies of it
+        finished = torch.zeros(batch * k, dtype=torch.bool, device=src.device)
+        for step in range(int(limits.max())):
+            log_probs = stepper.step(tokens).float().log_softmax(dim=-1)  # (batch * k, vocab)
+            log_probs = _never_special(log_probs, bos_id, pad_id)
+            log_probs = _freeze_finished(log_probs, finished, pad_id)
+            vocab = log_probs.size(-1)
+            candidates = scores[:, :, None] + log_probs.view(batch, k, vocab)  # (batch, k, vocab)
+            scores, flat_choice = candidates.view(batch, k * vocab).topk(k, dim=-1)  # (batch, k) each
+            origin = flat_choice.div(vocab, rounding_mode="floor")  # (batch, k) beam each winner extends
+            new_token = (flat_choice % vocab).view(-1)  # (batch * k,)
+            rows = (torch.arange(batch, device=src.device)[:, None] * k + origin).view(-1)  # (batch * k,)
+            stepper.reorder(rows)
+            tokens = torch.cat([tokens[rows], new_token[:, None]], dim=1)  # (batch * k, t + 1)
+            finished = finished[rows] | (new_token == eos_id) | (limits <= step + 1)
+            if bool(finished.all()):
+                break
+    hypotheses = tokens[:, 1:].view(batch, k, -1)  # (batch, k, out_len)
+    normalized = scores / length_penalty(output_lengths(hypotheses, pad_id), length_penalty_alpha)
+    best = normalized.argmax(dim=-1)  # (batch,)
+    output = hypotheses[torch.arange(batch, device=src.device), best]  # (batch, out_len)
+    best_scores = scores.gather(1, best[:, None]).squeeze(1)  # (batch,)
+    output = output[:, : max(1, int(output_lengths(output, pad_id).max()))]  # drop all-pad columns
+    if return_attention:
+        return output, best_scores, cross_attention(model, src, output, bos_id)
+    return output, best_scores
+
+
+def _freeze_finished(log_probs: torch.Tensor, finished: torch.Tensor, pad_id: int) -> torch.Tensor:
+    """A finished hypothesis may only be extended by ``<pad>``, at zero cost: rows ``finished`` -> (-inf, ..., 0 at pad)."""
+    frozen = torch.full_like(log_probs[:1], float("-inf"))  # (1, vocab)
+    frozen[0, pad_id] = 0.0
+    return torch.where(finished[:, None], frozen, log_probs)
+
+
+def sequence_log_probs(
+    model: nn.Module, src: torch.Tensor, output: torch.Tensor, bos_id: int = BOS_ID, pad_id: int = PAD_ID
+) -> torch.Tensor:
+    """Summed log-probability of given outputs under the model (teacher forcing).
+
+    Args:
+        model: the translation model.
+        src: source ids ``(batch, src_len)``.
+        output: ids without ``<bos>`` ``(batch, out_len)``, ``<pad>`` after ``<eos>`` (not counted).
+        bos_id, pad_id: special token ids.
+
+    Returns:
+        ``(batch,)`` log p(output | src).
+    """
+    model = _unwrap(model)
+    tgt_in = torch.cat([output.new_full((output.size(0), 1), bos_id), output[:, :-1]], dim=1)  # (batch, out_len)
+    with _EvalMode(model):
+        log_probs = model(src, tgt_in).float().log_softmax(dim=-1)  # (batch, out_len, vocab)
+    token_log_probs = log_probs.gather(-1, output[..., None]).squeeze(-1)  # (batch, out_len)
+    return (token_log_probs * (output != pad_id)).sum(dim=-1)
+
+
+def _pad_batch(sequences: Sequence[Sequence[int]], pad_id: int, device) -> torch.Tensor:
+    """Lists of ids -> ``(batch, longest)`` tensor padded with ``pad_id``."""
+    longest = max(len(s) for s in sequences)
+    padded = [list(s) + [pad_id] * (longest - len(s)) for s in sequences]
+    return torch.tensor(padded, dtype=torch.long, device=device)
+
+
+def _model_device(model: nn.Module) -> torch.device:
+    return next(_unwrap(model).parameters()).device
+
+
+def translate_token_lists(
+    model: nn.Module,
+    token_lists: Sequence[Sequence[str]],
+    src_vocab: Vocab,
+    tgt_vocab: Vocab,
+    batch_size: int = 96,
+    beam_size: int = 1,
+    length_penalty_alpha: float = 0.6,
+    max_len: int | None = None,
+) -> list[list[str]]:
+    """Translate tokenized sentences in length-sorted batches; the result is in the input order.
+
+    Args:
+        model: the translation model.
+        token_lists: source sentences as token lists.
+        src_vocab, tgt_vocab: the vocabularies the model was trained with.
+        batch_size: sentences per decoding batch (64-128 is fastest on a CPU).
+        beam_size: 1 = greedy decoding, more = beam search.
+        length_penalty_alpha: GNMT alpha for beam search.
+        max_len: most output tokens per sentence; default :func:`output_limits`.
+
+    Returns:
+        One list of target tokens per input sentence (specials removed).
+    """
+    device = _model_device(model)
+    model_max_len = _unwrap(model).config.max_len
+    ids = [src_vocab.encode(tokens, add_eos=True)[:model_max_len] for tokens in token_lists]
+    order = sorted(range(len(ids)), key=lambda i: len(ids[i]))  # shortest first: little padding per batch
+    results: list[list[str] | None] = [None] * len(ids)
+    for start in range(0, len(order), batch_size):
+        chunk = order[start : start + batch_size]
+        src = _pad_batch([ids[i] for i in chunk], src_vocab.pad_id, device)  # (chunk, src_len)
+        if beam_size == 1:
+            output = greedy_decode(model, src, max_len)
+        else:
+            output, _ = beam_search(model, src, beam_size, length_penalty_alpha, max_len)
+        for i, row in zip(chunk, output.tolist(), strict=True):
+            results[i] = tgt_vocab.decode(row)
+    return results
+
+
+def translate_sentences(
+    model: nn.Module,
+    sentences: Sequence[str],
+    src_vocab: Vocab,
+    tgt_vocab: Vocab,
+    tokenizer: Callable[[str], list[str]],
+    batch_size: int = 96,
+    beam_size: int = 1,
+    length_penalty_alpha: float = 0.6,
+    max_len: int | None = None,
+) -> list[str]:
+    """Translate raw sentences: tokenize, decode in length-sorted batches, detokenize, keep the input order.
+
+    Args:
+        model: the translation model.
+        sentences: source sentences as plain strings.
+        src_vocab, tgt_vocab: the vocabularies the model was trained with.
+        tokenizer: the source tokenizer used for training (e.g. ``Tokenizer("de")``).
+        batch_size, beam_size, length_penalty_alpha, max_len: as in :func:`translate_token_lists`.
+
+    Returns:
+        One detokenized translation per sentence.
+    """
+    if isinstance(sentences, str):
+        raise TypeError("sentences must be a list of strings, got a single str")
+    token_lists = [tokenizer(sentence) for sentence in sentences]
+    outputs = translate_token_lists(
+        model, token_lists, src_vocab, tgt_vocab, batch_size, beam_size, length_penalty_alpha, max_len
+    )
+    return [detokenize(tokens) for tokens in outputs]

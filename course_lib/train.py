@@ -1,0 +1,242 @@
+"""Command line: train a German→English translator and evaluate it on the held-out test split.
+
+By default it trains the course model on the toy corpus for a two-minute budget and prints the test
+BLEU (sacrebleu, with its signature), the exact-match rate and a few sample translations::
+
+    python -m course_lib.train                                   # toy corpus, 120 s, runs/toy_de_en.pt
+    python -m course_lib.train --time-budget 60 --output runs/quick.pt
+    python -m course_lib.train --train-tsv my/train.tsv --valid-tsv my/valid.tsv --test-tsv my/test.tsv
+    python -m course_lib.train --src-files train.de valid.de test.de --tgt-files train.en valid.en test.en
+    torchrun --nproc_per_node=2 -m course_lib.train --time-budget 60   # DistributedDataParallel
+
+The shipped checkpoint ``data/checkpoints/toy_de_en.pt`` was made with::
+
+    python -m course_lib.train --time-budget 120 --threads 1 --seed 0 --weights-only \
+        --output data/checkpoints/toy_de_en.pt
+
+(see ``data/checkpoints/README.md`` for the measured numbers). Every option: ``--help``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import random
+import sys
+import time
+from collections.abc import Sequence
+from pathlib import Path
+
+import torch.distributed
+from torch.utils.data import DataLoader
+
+from . import data, distributed
+from .checkpoint import read_checkpoint, save_checkpoint
+from .evaluation import evaluate_translation
+from .model import Transformer, TransformerConfig
+from .training import Callback, TrainConfig, train
+from .utils import configure_threads, get_device, seed_everything
+
+DEFAULT_OUTPUT = "runs/toy_de_en.pt"
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="python -m course_lib.train", description=__doc__.splitlines()[0])
+    model_defaults, train_defaults = TransformerConfig(), TrainConfig()
+    src = parser.add_argument_group("data (default: the course's toy corpus)")
+    src.add_argument("--train-tsv", help="german<TAB>english training pairs")
+    src.add_argument("--valid-tsv", help="validation pairs (default: held out from the training pairs)")
+    src.add_argument("--test-tsv", help="test pairs (default: held out from the training pairs)")
+    src.add_argument("--src-files", nargs="+", metavar="FILE", help="line-aligned source files: train [valid [test]]")
+    src.add_argument("--tgt-files", nargs="+", metavar="FILE", help="line-aligned target files: train [valid [test]]")
+    src.add_argument("--src-lang", default="de", help="spaCy language code of the source (default %(default)s)")
+    src.add_argument("--tgt-lang", default="en", help="spaCy language code of the target (default %(default)s)")
+    src.add_argument("--min-freq", type=int, default=1, help="rarer tokens become <unk> (default %(default)s)")
+    src.add_argument("--max-train-pairs", type=int, help="use only the first N training pairs (quick tests)")
+    src.add_argument("--max-eval-pairs", type=int, help="use only the first N validation and test pairs")
+
+    run = parser.add_argument_group("run")
+    run.add_argument("--output", default=DEFAULT_OUTPUT, help="checkpoint path (default %(default)s)")
+    run.add_argument("--time-budget", type=float, default=120.0, help="seconds of training; 0 = no limit (default 120)")
+    run.add_argument("--epochs", type=int, default=train_defaults.epochs, help="most epochs (default %(default)s)")
+    run.add_argument("--max-steps", type=int, help="most optimizer steps")
+    run.add_argument("--seed", type=int, default=train_defaults.seed, help="random seed (default %(default)s)")
+    run.add_argument("--threads", type=int, help="torch CPU threads (default: COURSE_NUM_THREADS or 1)")
+    run.add_argument("--device", help="cpu, cuda, cuda:1, ... (default: CUDA if available)")
+    run.add_argument("--resume", metavar="CHECKPOINT", help="continue training from a checkpoint with training state")
+    run.add_argument("--weights-only", action="store_true", help="write the final checkpoint without optimizer state")
+    run.add_argument("--no-progress", action="store_true", help="no progress bar")
+    run.add_argument("--beam", type=int, default=4, help="also evaluate beam search of this size; 1 = greedy only")
+    run.add_argument("--samples", type=int, default=5, help="sample translations to print (default %(default)s)")
+
+    recipe = parser.add_argument_group("recipe (defaults: TrainConfig and TransformerConfig)")
+    recipe.add_argument("--batch-size", type=int, default=train_defaults.batch_size,
+                        help="sentences per batch (default %(default)s)")
+    recipe.add_argument("--warmup", type=int, default=train_defaults.warmup_steps, help="warm-up steps")
+    recipe.add_argument("--lr-factor", type=float, default=train_defaults.lr_factor, help="schedule multiplier")
+    recipe.add_argument("--label-smoothing", type=float, default=train_defaults.label_smoothing)
+    recipe.add_argument("--d-model", type=int, default=model_defaults.d_model)
+    recipe.add_argument("--n-heads", type=int, default=model_defaults.n_heads)
+    recipe.add_argument("--d-ff", type=int, default=model_defaults.d_ff)
+    recipe.add_argument("--layers", type=int, help="encoder and decoder layers (default: the config's)")
+    recipe.add_argument("--dropout", type=float, default=model_defaults.dropout)
+    recipe.add_argument("--norm-first", action=argparse.BooleanOptionalAction, default=model_defaults.norm_first,
+                        help="pre-norm (--norm-first) or post-norm (--no-norm-first)")
+    return parser
+
+
+def _split_off(pairs: list, count: int, seed: int) -> tuple[list, list]:
+    """Hold out ``count`` random pairs (seeded): returns (rest, held_out)."""
+    order = list(range(len(pairs)))
+    random.Random(seed).shuffle(order)
+    held = set(order[:count])
+    return [p for i, p in enumerate(pairs) if i not in held], [pairs[i] for i in sorted(held)]
+
+
+def load_splits(args) -> dict[str, list[tuple[str, str]]]:
+    """Raw (source, target) pairs for train/valid/test from the options (toy corpus by default)."""
+    if args.src_files or args.tgt_files:
+        if not (args.src_files and args.tgt_files) or len(args.src_files) != len(args.tgt_files):
+            raise SystemExit("--src-files and --tgt-files need the same number of files (train [valid [test]])")
+        given = [data.read_parallel_files(s, t) for s, t in zip(args.src_files, args.tgt_files, strict=True)]
+    elif args.train_tsv:
+        given = [data.read_tsv(args.train_tsv)]
+        given += [data.read_tsv(p) for p in (args.valid_tsv, args.test_tsv) if p]
+        if args.test_tsv and not args.valid_tsv:
+            raise SystemExit("--test-tsv needs --valid-tsv too")
+    else:
+        given = [data.load_toy_corpus(split) for split in ("train", "valid", "test")]
+    train_pairs = given[0]
+    held = min(1000, max(1, len(train_pairs) // 20))
+    while len(given) < 3:  # carve missing valid/test splits out of the training pairs
+        train_pairs, part = _split_off(train_pairs, held, seed=len(given))
+        given.append(part)
+    given[0] = train_pairs
+    splits = dict(zip(("train", "valid", "test"), given, strict=True))
+    if args.max_train_pairs:
+        splits["train"] = splits["train"][: args.max_train_pairs]
+    if args.max_eval_pairs:
+        splits["valid"] = splits["valid"][: args.max_eval_pairs]
+        splits["test"] = splits["test"][: args.max_eval_pairs]
+    return splits
+
+
+def make_train_loader(dataset: data.TranslationDataset, batch_size: int, seed: int) -> DataLoader:
+    """Length-bucketed, shuffled batches; under ``torchrun`` each process gets its own share."""
+    sampler = data.BucketBatchSampler(dataset.lengths, batch_size, shuffle=True, seed=seed)
+    if distributed.is_distributed():
+        sampler = distributed.ShardedBatchSampler(sampler)
+    return DataLoader(dataset, batch_sampler=sampler, collate_fn=data.collate_batch)
+
+
+def make_eval_loader(dataset: data.TranslationDataset, batch_size: int = 256) -> DataLoader:
+    return data.make_dataloader(dataset, batch_size, shuffle=False)
+
+
+class PrintEpochs(Callback):
+    """One summary line per epoch on stdout (the command line's log)."""
+
+    def on_epoch_end(self, history):
+        h = history[-1]
+        valid = f"valid loss {h['valid_loss']:.3f} ppl {h['valid_ppl']:.2f}" if "valid_loss" in h else ""
+        print(f"epoch {h['epoch']:3d}  step {h['step']:6d}  {h['seconds']:6.1f}s  "
+              f"train loss {h['train_loss']:.3f}  {valid}", flush=True)
+
+
+def model_config(args, src_vocab, tgt_vocab) -> TransformerConfig:
+    layers = {} if args.layers is None else {"n_encoder_layers": args.layers, "n_decoder_layers": args.layers}
+    return TransformerConfig(
+        src_vocab_size=len(src_vocab), tgt_vocab_size=len(tgt_vocab), d_model=args.d_model, n_heads=args.n_heads,
+        d_ff=args.d_ff, dropout=args.dropout, norm_first=args.norm_first, **layers,
+    )
+
+
+def train_config(args) -> TrainConfig:
+    return TrainConfig(
+        epochs=args.epochs, max_steps=args.max_steps, time_budget=args.time_budget or None,
+        warmup_steps=args.warmup, lr_factor=args.lr_factor, label_smoothing=args.label_smoothing,
+        batch_size=args.batch_size, seed=args.seed, num_threads=args.threads, device=args.device,
+        best_checkpoint=args.output, progress=not args.no_progress,
+    )
+
+
+def report(model, test_tokens, src_vocab, tgt_vocab, beam: int, samples: int) -> dict:
+    """Print and return test BLEU / exact match (greedy, and beam search if ``beam > 1``) and sample translations."""
+    sources, references = [s for s, _ in test_tokens], [t for _, t in test_tokens]
+    metrics = {}
+    for size in [1] + ([beam] if beam > 1 else []):
+        scores = evaluate_translation(model, sources, references, src_vocab, tgt_vocab, beam_size=size)
+        name = "greedy" if size == 1 else f"beam {size}"
+        print(f"test {name:7s}: BLEU {scores.bleu:.2f}  exact match {100 * scores.exact_match:.1f}%  "
+              f"({len(sources)} sentences decoded in {scores.seconds:.2f}s)  signature {scores.signature}")
+        key = "greedy" if size == 1 else "beam"
+        metrics.update({f"test_bleu_{key}": scores.bleu, f"test_exact_match_{key}": scores.exact_match})
+        if size == 1:
+            metrics["bleu_signature"] = scores.signature
+            shown = scores
+    for source, hypothesis, reference in list(zip(shown.sources, shown.hypotheses, shown.references, strict=True))[
+        :samples
+    ]:
+        mark = "=" if hypothesis == reference else "x"
+        print(f"  [{mark}] {source}\n      -> {hypothesis}\n   ref: {reference}")
+    return metrics
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    device = distributed.init_distributed() or get_device(args.device)
+    args.device = str(device)
+    main_process = distributed.is_main_process()
+    log = print if main_process else (lambda *a, **k: None)
+    configure_threads(args.threads)
+    if distributed.is_distributed():
+        log(f"distributed: world size {distributed.get_world_size()}, backend {torch.distributed.get_backend()}, "
+            f"device {device}")
+    try:
+        splits = load_splits(args)
+        tokenizers = data.default_tokenizers(src_lang=args.src_lang, tgt_lang=args.tgt_lang)
+        tokens = {name: data.tokenize_pairs(pairs, tokenizers) for name, pairs in splits.items()}
+        src_vocab, tgt_vocab = data.build_vocabs(tokens["train"], min_freq=args.min_freq)
+        if args.resume:  # the vocabularies must be the ones the checkpoint was trained with
+            saved = read_checkpoint(args.resume)
+            src_vocab, tgt_vocab = (data.Vocab.from_dict({"itos": saved[k]}) for k in ("src_itos", "tgt_itos"))
+        config = model_config(args, src_vocab, tgt_vocab)
+        datasets = {name: data.make_dataset(pairs, src_vocab, tgt_vocab, max_len=config.max_len - 2)
+                    for name, pairs in tokens.items() if name != "test"}
+        log(f"data: {len(datasets['train'])} train / {len(datasets['valid'])} valid / {len(tokens['test'])} test "
+            f"pairs; vocab {len(src_vocab)} {args.src_lang} / {len(tgt_vocab)} {args.tgt_lang}")
+        seed_everything(args.seed)
+        model = Transformer(config)
+        log(f"model: {model.num_parameters():,} parameters, {config}")
+        settings = train_config(args)
+        log(f"training: {settings}")
+        start = time.perf_counter()
+        history = train(model, make_train_loader(datasets["train"], args.batch_size, args.seed),
+                        make_eval_loader(datasets["valid"]), settings, [PrintEpochs()] if main_process else [],
+                        src_vocab, tgt_vocab, resume_from=args.resume)
+        log(f"trained {history[-1]['step'] if history else 0} steps in {history[-1]['seconds'] if history else 0:.1f}s "
+            f"of training ({time.perf_counter() - start:.1f}s wall clock with validation)")
+        if distributed.is_distributed():
+            log(f"replicas identical after training: {distributed.replicas_identical(model)}")
+        if main_process:
+            metrics = report(model, tokens["test"], src_vocab, tgt_vocab, args.beam, args.samples)
+            metrics.update(train_seconds=history[-1]["seconds"] if history else 0.0,
+                           steps=history[-1]["step"] if history else 0)
+            final_save(args, model, src_vocab, tgt_vocab, settings, metrics)
+            log(f"checkpoint written: {args.output}")
+    finally:
+        distributed.cleanup_distributed()
+    return 0
+
+
+def final_save(args, model, src_vocab, tgt_vocab, settings: TrainConfig, metrics: dict) -> None:
+    """Re-write the checkpoint with the test metrics (and without optimizer state if ``--weights-only``)."""
+    state = None
+    if not args.weights_only and Path(args.output).is_file():
+        state = read_checkpoint(args.output).get("training_state")
+    data_config = {"src_lang": args.src_lang, "tgt_lang": args.tgt_lang}
+    save_checkpoint(args.output, model, src_vocab, tgt_vocab, training_state=state,
+                    train_config={**settings.to_dict(), **data_config}, metrics=metrics)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -288,8 +288,8 @@ class TranslationDataset(Dataset):
             raise ValueError(f"src_ids has {len(src_ids)} sentences but tgt_ids has {len(tgt_ids)}")
         if not src_ids:
             raise ValueError("a TranslationDataset needs at least one sentence pair")
-        self.src = [[*list(ids), EOS_ID] for ids in src_ids]
-        self.tgt = [[BOS_ID, *list(ids), EOS_ID] for ids in tgt_ids]
+        self.src = [[*ids, EOS_ID] for ids in src_ids]
+        self.tgt = [[BOS_ID, *ids, EOS_ID] for ids in tgt_ids]
         self.report = report or LengthReport(len(self.src), len(self.src), 0, 0, None, "filter")
 
     @classmethod

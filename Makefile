@@ -23,7 +23,7 @@ lab: $(STAMP)
 test: $(STAMP)
 	$(BIN)/ruff check .
 	COURSE_NUM_THREADS=1 $(BIN)/python -m pytest --nbval --nbval-current-env \
-		--nbval-sanitize-with nbval_sanitize.cfg --durations=15 tests notebooks
+		--nbval-sanitize-with tests/nbval_sanitize.cfg --durations=15 tests notebooks
 
 lint: $(STAMP)
 	$(BIN)/ruff check .

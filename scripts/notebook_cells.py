@@ -1,6 +1,6 @@
 """Helpers for writing course notebooks from Python (a scratch script builds the cells, then the .ipynb is the source).
 
-Every notebook follows the standard in CONTRIBUTING.md: an opening cell (title, goals,
+Every notebook follows the standard in notebooks/README.md: an opening cell (title, goals,
 prerequisites, CPU run time, Colab badge), the stamped Colab set-up cell, an imports-and-seed
 cell, teaching cells with slide metadata, exercises with check functions and collapsed
 solutions, and a closing summary.

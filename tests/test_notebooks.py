@@ -30,7 +30,7 @@ MAX_NOTEBOOK_BYTES = 3_000_000
 
 
 def load_sanitizer() -> list[tuple[re.Pattern, str]]:
-    text = (ROOT / "nbval_sanitize.cfg").read_text(encoding="utf-8")
+    text = (ROOT / "tests" / "nbval_sanitize.cfg").read_text(encoding="utf-8")
     return [(re.compile(r), s) for r, s in re.findall(r"^regex: (.*)$\n^replace: (.*)$", text, re.M)]
 
 

@@ -147,6 +147,9 @@ def test_ignore_tags_have_a_written_reason(notebook):
         for tag in set(tags(cell)) & set(IGNORE_TAGS):
             reason = re.search(rf"^# {tag}: (\S.{{10,}})$", source(cell), re.M)
             assert reason, f"{path.name} cell {i}: tag {tag} needs a '# {tag}: <reason>' comment in the cell"
+        for tag in IGNORE_TAGS:  # and the other way round: a written reason without its tag does nothing in nbval
+            if re.search(rf"^# {tag}: ", source(cell), re.M):
+                assert tag in tags(cell), f"{path.name} cell {i}: has a '# {tag}:' comment but no {tag} tag"
 
 
 def test_at_least_two_self_checking_exercises_with_solutions(notebook):

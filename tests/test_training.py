@@ -12,7 +12,8 @@ from course_lib.decoding import greedy_decode
 from course_lib.losses import LabelSmoothingLoss, smoothed_target_distribution
 from course_lib.model import Transformer, TransformerConfig
 from course_lib.schedule import make_noam_scheduler, make_optimizer, noam_lr
-from course_lib.training import Callback, LambdaCallback, TrainConfig, WeightAverage, train
+from course_lib.tokenization import Vocab
+from course_lib.training import BleuCallback, Callback, LambdaCallback, TrainConfig, WeightAverage, train
 from course_lib.utils import configure_threads
 
 configure_threads()  # one thread (or COURSE_NUM_THREADS): robust on a busy machine
@@ -183,6 +184,17 @@ def test_callbacks_are_called_and_can_stop_training():
                     callbacks=[LambdaCallback(on_step_end=lambda info: steps.append(info["step"])),
                                StopAfterTwoEpochs()])
     assert len(history) == 2 and epochs == [1, 2] and steps == list(range(1, 7))
+
+
+def test_bleu_callback_adds_validation_bleu_to_the_history():
+    vocab = Vocab([f"s{i}" for i in range(VOCAB - 4)])  # ids 4.. are the copy task's symbols
+    src, _, tgt_out = copy_batches(1, 8, seed=1)[0]
+    sentences = [vocab.decode(row) for row in src.tolist()]
+    references = [vocab.decode(row) for row in tgt_out.tolist()]
+    model = tiny_model()
+    history = train(model, copy_batches(3, 8, seed=0), None, quiet(),
+                    callbacks=[BleuCallback(model, sentences, references, vocab, vocab)])
+    assert all(0.0 <= h["valid_bleu"] <= 100.0 for h in history) and len(history) == 2
 
 
 def test_restore_best_loads_the_weights_with_the_lowest_validation_loss():

@@ -1,0 +1,136 @@
+"""``%%my_part``: run a notebook cell and keep it as a file of the student's own package, ``my_transformer/``.
+
+In a notebook::
+
+    %load_ext course_lib.my_parts
+
+    %%my_part attention
+    def attention(q, k, v, mask=None):
+        ...
+
+writes the cell's code to ``my_transformer/attention.py`` (next to the notebook), imports it from
+there exactly as later notebooks will, and checks the part against its contract
+(:mod:`course_lib.parts`); a part that fails to import or breaks its contract is not kept. The
+cell does not define names in the notebook: import them from the saved file, as the next cell does. Later
+notebooks import it (``from my_transformer.attention import attention``) and the capstone
+(notebook 13) assembles every saved part into the model that trains. The file gets the usual
+imports at the top; an import of another saved part goes in the cell itself, so it is visible.
+"""
+
+from __future__ import annotations
+
+import importlib
+import sys
+from pathlib import Path
+
+from .parts import PARTS, PartContractError, check_part
+
+MY_PACKAGE = "my_transformer"
+_HEADER = '''"""Your own {module}: saved by `%%my_part {module}` in notebook {notebook}. Edit the notebook cell, not this file."""
+# ruff: noqa
+from __future__ import annotations
+
+import math
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+'''
+_INIT = '"""Your own Transformer parts, saved from the notebooks by ``%%my_part`` (see course_lib.my_parts)."""\n'
+
+
+def module_names() -> list[str]:
+    """The file names (without .py) a ``%%my_part`` cell may write, in course order."""
+    return list(dict.fromkeys(spec.module for spec in PARTS))
+
+
+def save_part(module: str, source: str, directory: str | Path = ".", package: str = MY_PACKAGE) -> Path:
+    """Write ``source`` as ``<directory>/<package>/<module>.py`` (with the standard header) and return the path.
+
+    Args:
+        module: one of :func:`module_names`, e.g. ``"attention"``.
+        source: the cell's code.
+        directory: the folder that holds the package.
+        package: the package name.
+    """
+    if module not in module_names():
+        raise ValueError(f"module must be one of {module_names()}, got {module!r}")
+    notebook = next(spec.notebook for spec in PARTS if spec.module == module)
+    folder = Path(directory) / package
+    folder.mkdir(parents=True, exist_ok=True)
+    init = folder / "__init__.py"
+    if not init.exists():
+        init.write_text(_INIT, encoding="utf-8")
+    path = folder / f"{module}.py"
+    text = _HEADER.format(module=module, notebook=notebook) + source.strip("\n") + "\n"
+    tmp = path.with_suffix(".py.tmp")
+    tmp.write_text(text, encoding="utf-8")
+    tmp.replace(path)  # atomic: a half-written part never replaces a good one
+    return path
+
+
+def import_saved(module: str, directory: str | Path = ".", package: str = MY_PACKAGE):
+    """Import ``<package>.<module>`` from ``directory`` afresh (drops any earlier import of it)."""
+    root = str(Path(directory).resolve())
+    for name in [m for m in sys.modules if m in (package, f"{package}.{module}")]:
+        del sys.modules[name]
+    importlib.invalidate_caches()
+    sys.path.insert(0, root)
+    try:
+        return importlib.import_module(f"{package}.{module}")
+    finally:
+        sys.path.remove(root)
+
+
+def keep_part(module: str, source: str, directory: str | Path = ".", package: str = MY_PACKAGE) -> list[str]:
+    """Save ``source`` as the student's ``module``, import it as a module and check its contract.
+
+    The file is imported exactly as later notebooks will import it (so a missing import shows now).
+    If it fails to import or breaks a contract, the previous file is put back and the error raised.
+
+    Args:
+        module: one of :func:`module_names`.
+        source: the cell's code.
+        directory: the folder that holds the package.
+        package: the package name.
+
+    Returns:
+        ``["attention (attention)", ...]``: the function or class and the part it provides.
+    """
+    path = Path(directory) / package / f"{module}.py"
+    previous = path.read_text(encoding="utf-8") if path.exists() else None
+    save_part(module, source, directory, package)
+    try:
+        loaded = import_saved(module, directory, package)
+        checked = []
+        for spec in PARTS:
+            if spec.module != module:
+                continue
+            if not hasattr(loaded, spec.attribute):
+                raise PartContractError(spec.name, f"is missing: the cell defines no {spec.attribute}")
+            check_part(spec.name, getattr(loaded, spec.attribute))
+            checked.append(f"{spec.attribute} ({spec.name})")
+        return checked
+    except Exception:
+        if previous is None:
+            path.unlink()
+        else:
+            path.write_text(previous, encoding="utf-8")
+        raise
+
+
+def my_part(line: str, cell: str) -> None:
+    """The ``%%my_part <module>`` cell magic: save the cell as ``my_transformer/<module>.py``, check it."""
+    module = line.strip()
+    if module not in module_names():
+        raise ValueError(f"%%my_part needs one of {module_names()}, got {module!r}")
+    checked = keep_part(module, cell)
+    names = ", ".join(c.split(" ")[0] for c in checked)
+    print(f"saved {MY_PACKAGE}/{module}.py; its contract holds for: {', '.join(checked)}")
+    print(f"use it with: from {MY_PACKAGE}.{module} import {names}")
+
+
+def load_ipython_extension(ipython) -> None:
+    """Register ``%%my_part`` (``%load_ext course_lib.my_parts``)."""
+    ipython.register_magic_function(my_part, magic_kind="cell", magic_name="my_part")

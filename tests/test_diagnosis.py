@@ -1,0 +1,149 @@
+"""Each bug of the articles this course grew from, injected into one part: the diagnosis must name that part."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import pytest
+import torch
+from torch import nn
+
+from course_lib.assembly import load_my_parts
+from course_lib.diagnosis import compare_with_course, find_my_bug
+from course_lib.layers import DecoderLayer
+from course_lib.parts import PART_NAMES
+
+NOTEBOOKS = Path(__file__).resolve().parents[1] / "notebooks"
+
+
+@pytest.fixture(scope="module")
+def good_parts():
+    parts = load_my_parts(NOTEBOOKS)
+    assert sorted(parts) == sorted(PART_NAMES), "the committed notebooks save every part"
+    return parts
+
+
+# --- the injected bugs -------------------------------------------------------------------------
+
+def doubled_index_table(max_len, d_model):
+    """The articles' loop over 0, 2, 4, ... that then uses 2*i again (and 2*(i+1) for the cosine)."""
+    table = torch.zeros(max_len, d_model)
+    for pos in range(max_len):
+        for i in range(0, d_model, 2):
+            table[pos, i] = math.sin(pos / 10000 ** ((2 * i) / d_model))
+            table[pos, i + 1] = math.cos(pos / 10000 ** ((2 * (i + 1)) / d_model))
+    return table
+
+
+class ArticlesNorm(nn.Module):
+    """Unbiased std, eps outside the square root."""
+
+    def __init__(self, d_model, eps=1e-6):
+        super().__init__()
+        self.eps = eps
+        self.gamma = nn.Parameter(torch.ones(d_model))
+        self.beta = nn.Parameter(torch.zeros(d_model))
+
+    def forward(self, x):
+        return self.gamma * (x - x.mean(-1, keepdim=True)) / (x.std(-1, keepdim=True) + self.eps) + self.beta
+
+
+class LengthScaledEmbedding(nn.Module):
+    """Scaled by sqrt(x.size(-1)) of the id tensor: the square root of the sequence length."""
+
+    def __init__(self, vocab_size, d_model, pad_id=0):
+        super().__init__()
+        self.lut = nn.Embedding(vocab_size, d_model, padding_idx=pad_id)
+        nn.init.normal_(self.lut.weight, std=d_model**-0.5)
+
+    def forward(self, ids):
+        return self.lut(ids) * math.sqrt(ids.size(-1))
+
+
+def no_causal_mask(size):
+    return torch.ones(size, size, dtype=torch.bool)
+
+
+def inverted_padding_mask(ids, pad_id=0):
+    return (ids == pad_id)[:, None, None, :]
+
+
+def inverted_polarity_attention(q, k, v, mask=None):
+    scores = q @ k.transpose(-2, -1) / math.sqrt(q.size(-1))
+    if mask is not None:
+        scores = scores.masked_fill(mask, float("-inf"))  # True treated as "blocked"
+    weights = scores.softmax(-1)
+    return weights @ v, weights
+
+
+def unscaled_attention(q, k, v, mask=None):
+    scores = q @ k.transpose(-2, -1)  # the 1/sqrt(d_k) left out
+    if mask is not None:
+        scores = scores.masked_fill(~mask, float("-inf"))
+    weights = scores.softmax(-1)
+    return weights @ v, weights
+
+
+class DecoderWithoutCausalMask(nn.Module):
+    """A decoder layer that never passes tgt_mask to its self-attention."""
+
+    def __init__(self, d_model, n_heads, d_ff, norm_first=False):
+        super().__init__()
+        self.inner = DecoderLayer(d_model, n_heads, d_ff, 0.0, norm_first)
+
+    def forward(self, x, memory, tgt_mask, src_mask):
+        return self.inner(x, memory, None, src_mask)
+
+
+class DecoderIgnoringSource(nn.Module):
+    """Cross-attention to the decoder's own states instead of the memory: keeps every contract."""
+
+    def __init__(self, d_model, n_heads, d_ff, norm_first=False):
+        super().__init__()
+        self.inner = DecoderLayer(d_model, n_heads, d_ff, 0.0, norm_first)
+
+    def forward(self, x, memory, tgt_mask, src_mask):
+        return self.inner(x, x, tgt_mask, tgt_mask)  # "cross"-attention over its own (causal) states
+
+
+BUGS = [
+    ("positional_encoding", doubled_index_table, "counted twice"),
+    ("layer_norm", ArticlesNorm, "unbiased standard deviation"),
+    ("token_embedding", LengthScaledEmbedding, "sqrt(sequence length"),
+    ("causal_mask", no_causal_mask, "leaks the future"),
+    ("decoder_layer", DecoderWithoutCausalMask, "leaks the future"),
+    ("padding_mask", inverted_padding_mask, "inverted polarity"),
+    ("attention", inverted_polarity_attention, "attends to masked positions"),
+    ("attention", unscaled_attention, "not divided by sqrt(d_k)"),
+]
+
+
+def test_the_committed_parts_pass_stage_one(good_parts):
+    diagnosis = find_my_bug(good_parts, train_steps=0)
+    assert diagnosis.faulty == [], str(diagnosis)
+    assert len(diagnosis.findings) == len(PART_NAMES)
+
+
+@pytest.mark.parametrize(("part", "buggy", "evidence"), BUGS, ids=[f"{p}-{b.__name__}" for p, b, _ in BUGS])
+def test_each_injected_bug_is_named(good_parts, part, buggy, evidence):
+    parts = dict(good_parts)
+    parts[part] = buggy
+    diagnosis = find_my_bug(parts, train_steps=0)
+    assert diagnosis.faulty == [part], str(diagnosis)
+    finding = next(f for f in diagnosis.findings if f.part == part)
+    assert evidence in finding.evidence, finding.evidence
+
+
+def test_a_bug_that_keeps_every_contract_is_found_by_training(good_parts):
+    parts = {"decoder_layer": DecoderIgnoringSource}
+    assert compare_with_course("decoder_layer", DecoderIgnoringSource).ok  # stage 1 cannot see it
+    diagnosis = find_my_bug(parts, train_steps=120)
+    assert "decoder_layer" in diagnosis.faulty, str(diagnosis)
+    finding = next(f for f in diagnosis.findings if f.part == "decoder_layer")
+    assert finding.stage == 2 and "wrong German sentence" in finding.evidence
+
+
+def test_unknown_part_names_are_rejected():
+    with pytest.raises(ValueError, match="unknown part names"):
+        find_my_bug({"attenshun": unscaled_attention})

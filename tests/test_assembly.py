@@ -1,0 +1,165 @@
+"""Assembly from supplied parts: contracts enforced with clear errors, the saved chain trains, %%my_part keeps files."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import pytest
+import torch
+from torch import nn
+
+from course_lib.assembly import AssembledTransformer, build_transformer, load_my_parts, ownership_table
+from course_lib.model import Transformer, TransformerConfig
+from course_lib.my_parts import keep_part, module_names
+from course_lib.parts import PART_NAMES, PartContractError, check_part
+
+NOTEBOOKS = Path(__file__).resolve().parents[1] / "notebooks"
+CONFIG = TransformerConfig(src_vocab_size=23, tgt_vocab_size=19, d_model=16, n_heads=4, d_ff=32)
+
+
+class WrongWidth(nn.Module):
+    def __init__(self, d_model, d_ff):
+        super().__init__()
+        self.linear = nn.Linear(d_model, d_model + 1)
+
+    def forward(self, x):
+        return self.linear(x)
+
+
+class IntegerNorm(nn.Module):
+    def __init__(self, d_model):
+        super().__init__()
+
+    def forward(self, x):
+        return x.long()
+
+
+class NaNNorm(nn.Module):
+    def __init__(self, d_model):
+        super().__init__()
+
+    def forward(self, x):
+        return x / 0.0 * 0.0
+
+
+def ignores_mask(q, k, v, mask=None):
+    weights = (q @ k.transpose(-2, -1) / math.sqrt(q.size(-1))).softmax(-1)
+    return weights @ v, weights
+
+
+class MixingFeedForward(nn.Module):
+    def __init__(self, d_model, d_ff):
+        super().__init__()
+        self.linear = nn.Linear(d_model, d_model)
+
+    def forward(self, x):
+        return self.linear(x + x.mean(dim=1, keepdim=True))  # averages over positions
+
+
+def float_causal(size):
+    return torch.ones(size, size).tril()
+
+
+@pytest.mark.parametrize(("part", "broken", "promise"), [
+    ("feed_forward", WrongWidth, "shape (2, 5, 17), expected (2, 5, 16)"),
+    ("layer_norm", IntegerNorm, "dtype torch.int64, expected floats"),
+    ("layer_norm", NaNNorm, "NaN"),
+    ("attention", ignores_mask, "attends to masked positions"),
+    ("feed_forward", MixingFeedForward, "mixes positions"),
+    ("causal_mask", float_causal, "bool tensor"),
+    ("multi_head_attention", lambda d_model, n_heads: nn.Identity(), "raised TypeError"),
+])
+def test_a_broken_promise_names_the_part(part, broken, promise):
+    with pytest.raises(PartContractError, match=f"your {part} .*") as error:
+        build_transformer(CONFIG, {part: broken})
+    assert promise in str(error.value)
+    assert error.value.part == part
+
+
+def test_the_saved_parts_of_the_notebooks_train_and_decode():
+    parts = load_my_parts(NOTEBOOKS)
+    assert sorted(parts) == sorted(PART_NAMES)
+    torch.manual_seed(0)
+    model = build_transformer(CONFIG, parts)
+    assert isinstance(model, AssembledTransformer)
+    src = torch.randint(4, 23, (4, 7))
+    tgt = torch.randint(4, 19, (4, 6))
+    src[1, 5:] = 0
+    optimizer = torch.optim.Adam(model.parameters(), lr=3e-3)
+    losses = []
+    for _ in range(30):  # memorise one batch
+        loss = nn.functional.cross_entropy(model(src, tgt[:, :-1]).flatten(0, 1), tgt[:, 1:].flatten())
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+        losses.append(loss.item())
+    assert losses[-1] < 0.5 * losses[0]
+    from course_lib.decoding import greedy_decode
+
+    tokens = greedy_decode(model, src, max_len=8)
+    assert tokens.shape[0] == 4 and tokens.shape[1] <= 8
+
+
+def test_an_all_course_assembly_equals_the_course_model():
+    torch.manual_seed(0)
+    course = Transformer(CONFIG).eval()
+    assembled = build_transformer(CONFIG, {}).eval()
+    state = {k.replace("embedding.embedding.", "embedding.embedding."): v for k, v in course.state_dict().items()}
+    missing, unexpected = assembled.load_state_dict(state, strict=False)
+    assert not [k for k in missing if not k.endswith(".pe")] and not unexpected
+    src, tgt = torch.randint(4, 23, (3, 6)), torch.randint(4, 19, (3, 5))
+    src[2, 4:] = 0
+    with torch.no_grad():
+        assert torch.allclose(course(src, tgt), assembled(src, tgt), atol=1e-5)
+
+
+def test_dropout_and_unknown_parts_are_rejected():
+    with pytest.raises(ValueError, match=r"dropout must be 0\.0"):
+        build_transformer(TransformerConfig(dropout=0.1), {})
+    with pytest.raises(ValueError, match="unknown part names"):
+        build_transformer(CONFIG, {"layernorm": nn.LayerNorm})
+
+
+def test_ownership_table_says_whose_code_runs():
+    table = ownership_table({"attention": ignores_mask})
+    assert "attention             04        you (my_transformer/attention.py)" in table
+    assert "course_lib (course_lib.layers.LayerNorm)" in table
+    assert len(table.splitlines()) == len(PART_NAMES) + 1
+
+
+def test_keep_part_saves_checks_and_restores_on_failure(tmp_path):
+    good = "def causal_mask(size):\n    return torch.ones(size, size, dtype=torch.bool).tril()\n\n\n" \
+           "def padding_mask(ids, pad_id=0):\n    return (ids != pad_id)[:, None, None, :]\n"
+    assert keep_part("masks", good, tmp_path) == ["padding_mask (padding_mask)", "causal_mask (causal_mask)"]
+    saved = (tmp_path / "my_transformer" / "masks.py").read_text()
+    assert "def causal_mask" in saved and "import torch" in saved
+    leaky = good.replace(".tril()", "")
+    with pytest.raises(PartContractError, match="leaks the future"):
+        keep_part("masks", leaky, tmp_path)
+    assert (tmp_path / "my_transformer" / "masks.py").read_text() == saved  # the good version is kept
+    with pytest.raises(PartContractError, match=r"could not|is missing|raised"):
+        keep_part("attention", "def attention(q, k, v, mask=None):\n    return undefined_name\n", tmp_path)
+    assert not (tmp_path / "my_transformer" / "attention.py").exists()
+    assert sorted(load_my_parts(tmp_path)) == ["causal_mask", "padding_mask"]
+    with pytest.raises(ValueError, match="module must be one of"):
+        keep_part("atention", good, tmp_path)
+
+
+def test_the_cell_magic_is_registered(tmp_path, monkeypatch):
+    from IPython.testing.globalipapp import start_ipython
+
+    shell = start_ipython()
+    monkeypatch.chdir(tmp_path)
+    shell.run_line_magic("load_ext", "course_lib.my_parts")
+    shell.run_cell_magic("my_part", "layer_norm",
+                         "class LayerNorm(nn.Module):\n    def __init__(self, d_model):\n        super().__init__()\n"
+                         "    def forward(self, x):\n        return (x - x.mean(-1, keepdim=True)) / "
+                         "torch.sqrt(x.var(-1, keepdim=True, unbiased=False) + 1e-5)\n")
+    assert (tmp_path / "my_transformer" / "layer_norm.py").exists()
+    assert "layer_norm" in module_names()
+
+
+def test_check_part_rejects_unknown_names():
+    with pytest.raises(ValueError, match="name must be one of"):
+        check_part("encoder", nn.Identity)

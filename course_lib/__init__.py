@@ -16,6 +16,8 @@ the one here; later notebooks import the finished piece. Modules:
 - ``decoding``, ``evaluation``, ``checkpoint``: greedy and beam search, BLEU, safe checkpoints
 - ``distributed``: DistributedDataParallel helpers (``torchrun``)
 - ``train``, ``translate``: the command lines (``python -m course_lib.train`` / ``.translate``)
+- ``parts``, ``assembly``, ``my_parts``, ``diagnosis``: the student's own parts (contracts, assembly
+  into a full model, the ``%%my_part`` magic that saves them, "find my bug")
 - ``plotting``, ``diagrams``, ``exercises``: figures and the self-checking exercises of the notebooks
 """
 

@@ -258,6 +258,12 @@ def ownership_rows(parts: Mapping[str, object]) -> list[tuple[str, str, str]]:
     return rows
 
 
+def owned_notebooks(parts: Mapping[str, object]) -> set[str]:
+    """Notebook numbers all of whose parts are in ``parts`` (for ``course_lib.diagrams.draw_ownership``)."""
+    notebooks = {spec.notebook for spec in PARTS}
+    return {n for n in notebooks if all(spec.name in parts for spec in PARTS if spec.notebook == n)}
+
+
 def ownership_table(parts: Mapping[str, object]) -> str:
     """The ownership rows as an aligned text table, one line per part."""
     rows = [("part", "notebook", "whose code runs"), *ownership_rows(parts)]

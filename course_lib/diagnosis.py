@@ -186,12 +186,12 @@ def _compare_layer_norm(factory) -> str | None:
     if _close(out, expected):
         return ""
     centered = x - x.mean(-1, keepdim=True)
-    articles = centered / (x.std(-1, keepdim=True) + 1e-5)  # unbiased std, eps outside the root
+    articles = centered / (x.std(-1, keepdim=True) + 1e-5)  # unbiased std (eps placement barely matters here)
     if weight is not None:
         articles = articles * weight + bias
     if _close(out, articles):
-        return ("divides by the unbiased standard deviation with eps outside the square root; LayerNorm uses "
-                "sqrt(biased variance + eps)")
+        return ("divides by the unbiased standard deviation (d_model - 1 in the variance); LayerNorm uses the "
+                "biased variance (divide by d_model) with eps inside the square root, sqrt(var + eps)")
     return f"output differs from nn.LayerNorm with the same gamma and beta ({_max_diff(out, expected)})"
 
 

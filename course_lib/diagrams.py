@@ -7,7 +7,7 @@ parts a notebook builds highlighted, so every notebook can show where its piece 
 from __future__ import annotations
 
 import matplotlib.pyplot as plt
-from matplotlib.patches import FancyArrowPatch, FancyBboxPatch
+from matplotlib.patches import FancyArrowPatch, FancyBboxPatch, Patch
 
 # (label, notebook, x, y, width, height); coordinates in a 10 x 12 canvas.
 _BOXES = [
@@ -70,5 +70,48 @@ def draw_architecture(highlight: str | None = None, title: str = "The Transforme
     ax.text(5.15, 7.0, "memory", ha="center", fontsize=10, style="italic", rotation=-30)
     any_on = highlight is not None and any(highlight in box[1].split() for box in _BOXES + _STACKS)
     ax.set_title(title + (f" (notebook {highlight} in red)" if any_on else ""), fontsize=16, pad=20)
+    fig.tight_layout()
+    return fig
+
+
+def draw_ownership(yours: set[str], title: str = "Whose code runs in your Transformer"):
+    """Draw the model with every box coloured by whose code runs in it: green yours, grey course_lib.
+
+    Args:
+        yours: notebook numbers (``"02"`` ... ``"09"``) whose parts are all the student's own; a box is
+            yours when every building notebook it lists (02-09) is in this set.
+        title: the figure title.
+
+    Returns:
+        The matplotlib Figure.
+    """
+    fig, ax = plt.subplots(figsize=(10, 11))
+    ax.set_xlim(0, 10)
+    ax.set_ylim(12.2, 0)  # top to bottom: input at the top
+    ax.axis("off")
+
+    def owned(notebooks: str) -> bool:
+        building = [n for n in notebooks.split() if "02" <= n <= "09"]
+        return bool(building) and all(n in yours for n in building)
+
+    for label, notebook, x, y, w, h in _STACKS:
+        mine = owned(notebook)
+        ax.add_patch(FancyBboxPatch((x, y), w, h, boxstyle="round,pad=0.05", linewidth=1.5,
+                                    edgecolor="#1e8449" if mine else "#7f8c8d", facecolor="#eafaf1" if mine else "#f4f6f6"))
+        ax.text(x + 0.1, y + h + 0.3, label, ha="left", va="center", fontsize=12, style="italic")
+    for label, notebook, x, y, w, h in _BOXES:
+        mine = owned(notebook)
+        ax.add_patch(FancyBboxPatch((x, y), w, h, boxstyle="round,pad=0.04", linewidth=2 if mine else 1,
+                                    edgecolor="#1e8449" if mine else "#7f8c8d", facecolor="#abebc6" if mine else "#e5e7e9"))
+        ax.text(x + w / 2, y + h / 2, label, ha="center", va="center", fontsize=11, weight="bold" if mine else None)
+        ax.text(x + w - 0.05, y + 0.05, notebook, ha="right", va="top", fontsize=8, color="#7f8c8d")
+    for start, end in _ARROWS:
+        ax.add_patch(FancyArrowPatch(start, end, arrowstyle="-|>", mutation_scale=14, color="#34495e"))
+    ax.text(2.5, 0.0, "Encoder: reads German", ha="center", fontsize=14, weight="bold")
+    ax.text(7.5, 0.0, "Decoder: writes English", ha="center", fontsize=14, weight="bold")
+    ax.legend(handles=[Patch(facecolor="#abebc6", edgecolor="#1e8449", label="your code (my_transformer)"),
+                       Patch(facecolor="#e5e7e9", edgecolor="#7f8c8d", label="course_lib")],
+              loc="lower left", fontsize=11, frameon=False)
+    ax.set_title(title, fontsize=16, pad=20)
     fig.tight_layout()
     return fig

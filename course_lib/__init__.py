@@ -11,7 +11,8 @@ the one here; later notebooks import the finished piece. Modules:
 - ``layers``: LayerNorm, feed-forward block, encoder and decoder layers
 - ``model``: ``TransformerConfig`` and the encoder-decoder ``Transformer``
 - ``compat``: copy weights from PyTorch's built-in modules (for equality checks)
-- ``corpus``, ``data``: the toy German–English grammar, corpus loaders and batching
+- ``corpus`` (package: ``settings``, ``lexicon``, ``verbs``, ``choices``, ``noun_phrases``, ``clauses``,
+  ``realise``, ``sentences``): the toy German–English grammar; ``data``: corpus loaders and batching
 - ``losses``, ``schedule``, ``training``: label smoothing, the warm-up schedule, the training loop
 - ``decoding``, ``evaluation``, ``checkpoint``: greedy and beam search, BLEU, safe checkpoints
 - ``distributed``: DistributedDataParallel helpers (``torchrun``)

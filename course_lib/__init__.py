@@ -17,7 +17,8 @@ the one here; later notebooks import the finished piece. Modules:
 - ``decoding``, ``evaluation``, ``checkpoint``: greedy and beam search, BLEU, safe checkpoints
 - ``distributed``: DistributedDataParallel helpers (``torchrun``)
 - ``train``, ``translate``: the command lines (``python -m course_lib.train`` / ``.translate``)
-- ``plotting``, ``diagrams``, ``exercises``: figures and the self-checking exercises of the notebooks
+- ``plotting`` (package: ``style``, ``heatmaps``, ``attention``, ``masks``, ``distributions``, ``lines``,
+  ``bars``), ``diagrams``, ``exercises``: figures and the self-checking exercises of the notebooks
 """
 
 __version__ = "0.1.0"

@@ -434,3 +434,12 @@ def test_one_hot_vs_dense_shows_the_same_tokens_in_both_panels():
 def test_heatmap_annotations_follow_the_format():
     ax = _panels(P.plot_heatmap(np.array([[1, 20], [300, 4]]), annotate=True, fmt="d"))[0]
     assert [t.get_text() for t in ax.texts] == ["1", "20", "300", "4"]
+
+
+def test_plotting_package_modules_read_in_one_sitting_and_export_every_helper():
+    from pathlib import Path
+
+    for path in Path(P.__file__).parent.glob("*.py"):
+        assert len(path.read_text(encoding="utf-8").splitlines()) < 400, f"{path.name} is too long to read at once"
+    for name in P.__all__:
+        assert getattr(P, name) is not None

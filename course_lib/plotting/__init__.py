@@ -23,7 +23,7 @@ Modules (every public name is imported here: ``from course_lib.plotting import X
     inputs         tensors/arrays to NumPy, shape and label checks (private helpers)
     base           figure and heatmap building blocks (private helpers)
     heatmaps       plot_heatmap, plot_positional_encoding, plot_similarity
-    attention      plot_attention, plot_attention_heads, plot_attention_layers
+    attention      plot_attention, plot_attention_heads, plot_attention_layers, decoder_row_labels
     masks          plot_mask, plot_masks_side_by_side
     distributions  plot_embeddings_2d, plot_distribution
     lines          plot_pe_waves, plot_lines, plot_lr_schedule, plot_history
@@ -35,6 +35,7 @@ Checked in ``tests/test_plotting.py`` (labels, colour limits, errors, fonts, and
 from __future__ import annotations
 
 from course_lib.plotting.attention import (
+    decoder_row_labels,
     plot_attention,
     plot_attention_heads,
     plot_attention_layers,
@@ -83,6 +84,7 @@ __all__ = [
     "NAN_COLOR",
     "PALETTE",
     "SEQUENTIAL_CMAP",
+    "decoder_row_labels",
     "plot_attention",
     "plot_attention_heads",
     "plot_attention_layers",

@@ -16,20 +16,58 @@ from course_lib.plotting.heatmaps import plot_heatmap
 from course_lib.plotting.inputs import _as_float, _head_stack, _labels
 from course_lib.plotting.style import SEQUENTIAL_CMAP, _ensure_readable
 
+DECODER_ROWS_LABEL = "decoder position: reads → predicts"
+
+
+def decoder_row_labels(input_tokens, predicted_tokens) -> list[str]:
+    """Row labels of a decoder attention map, the same in every notebook: ``"reads → predicts"``.
+
+    Row ``t`` of a decoder's self- or cross-attention belongs to the position that reads token ``t`` of the
+    decoder input (``<bos> y1 ... yn``) and predicts token ``t`` of the output (``y1 ... yn <eos>``), so a
+    label names both, e.g. ``"<bos> → The"``, ``"has → seen"``.
+
+    Args:
+        input_tokens: the decoder input tokens, one per row.
+        predicted_tokens: the tokens the rows predict (the labels in training, the output in decoding).
+
+    Returns:
+        One label per row.
+
+    Raises:
+        ValueError: if the two lists have different lengths.
+    """
+    inputs, outputs = [str(t) for t in input_tokens], [str(t) for t in predicted_tokens]
+    if len(inputs) != len(outputs):
+        raise ValueError(f"input_tokens has {len(inputs)} tokens but predicted_tokens has {len(outputs)}; "
+                         "both need one token per decoder position")
+    return [f"{i} → {o}" for i, o in zip(inputs, outputs, strict=True)]
+
+
+def _query_labels(query_tokens, predicted_tokens) -> tuple[list[str] | None, str]:
+    """Row labels and the axis label: decoder rows read "input → prediction" when predictions are given."""
+    if predicted_tokens is None:
+        return query_tokens, "query"
+    if query_tokens is None:
+        raise ValueError("predicted_tokens needs query_tokens (the decoder input tokens) as well")
+    return decoder_row_labels(query_tokens, predicted_tokens), DECODER_ROWS_LABEL
+
 
 def plot_attention(
-    weights, query_tokens=None, key_tokens=None, title="Attention weights", ax=None, annotate=None
+    weights, query_tokens=None, key_tokens=None, title="Attention weights", ax=None, annotate=None,
+    predicted_tokens=None,
 ) -> Figure:
     """One attention-weight matrix: rows are queries, columns are keys, colours from 0 to 1.
 
     Args:
         weights: ``(q_len, k_len)``, each row a softmax distribution (leading size-1 dimensions
             are dropped; pick one head of a batch with ``weights[0, head]``).
-        query_tokens: ``q_len`` tokens for the rows (None shows indices).
+        query_tokens: ``q_len`` tokens for the rows (None shows indices); for a decoder, its input tokens.
         key_tokens: ``k_len`` tokens for the columns (None shows indices).
         title: figure title.
         ax: draw into this Axes instead of a new figure.
         annotate: write the weights in the cells; None = only for at most 12 x 12 matrices.
+        predicted_tokens: for decoder attention, the ``q_len`` tokens the rows predict; the rows are then
+            labelled ``"reads → predicts"`` (:func:`decoder_row_labels`), the course's one convention.
 
     Returns:
         The Figure.
@@ -37,13 +75,15 @@ def plot_attention(
     data = _as_float(weights, "weights", 2, "(q_len, k_len); select one head with weights[batch, head]")
     _labels(query_tokens, data.shape[0], "query_tokens", "weights", "rows (queries)")
     _labels(key_tokens, data.shape[1], "key_tokens", "weights", "columns (keys)")
+    _labels(predicted_tokens, data.shape[0], "predicted_tokens", "weights", "rows (queries)")
+    query_tokens, row_axis = _query_labels(query_tokens, predicted_tokens)
     return plot_heatmap(
         data,
         key_tokens,
         query_tokens,
         title=title,
         xlabel="key",
-        ylabel="query",
+        ylabel=row_axis,
         vmin=0.0,
         vmax=1.0,
         annotate=annotate,
@@ -141,6 +181,7 @@ def plot_attention_layers(
     batch_index=0,
     select=None,
     heads=None,
+    predicted_tokens=None,
 ) -> Figure:
     """A grid of layers (rows) x heads (columns), e.g. the cross-attention of a trained model.
 
@@ -155,6 +196,8 @@ def plot_attention_layers(
         batch_index: which batch element to draw from 4-D weights.
         select: keep only the layers whose name contains this text (e.g. ``"cross_attn"``).
         heads: head indices to show (columns), e.g. ``(0, 2)``; None = all heads.
+        predicted_tokens: for decoder attention, the ``q_len`` tokens the rows predict; with ``query_tokens``
+            the decoder input, rows are labelled ``"reads → predicts"`` (:func:`decoder_row_labels`).
 
     Returns:
         The Figure (shared 0-1 colour scale, one colour bar).
@@ -174,6 +217,9 @@ def plot_attention_layers(
     heads = list(range(n_heads)) if heads is None else list(heads)
     if not heads or any(not 0 <= h < n_heads for h in heads):
         raise ValueError(f"heads must be head indices in [0, {n_heads}), got {heads}")
+    _labels(query_tokens, q_len, "query_tokens", "each map", "rows (queries)")
+    _labels(predicted_tokens, q_len, "predicted_tokens", "each map", "rows (queries)")
+    query_tokens, row_axis = _query_labels(query_tokens, predicted_tokens)
     y_labels = _labels(query_tokens, q_len, "query_tokens", "each map", "rows (queries)")
     x_labels = _labels(key_tokens, k_len, "key_tokens", "each map", "columns (keys)")
     fig, axes = _grid_figure(len(names), len(heads), (q_len, k_len), x_labels, y_labels)
@@ -186,5 +232,5 @@ def plot_attention_layers(
     _colorbar(fig, mesh, used, "attention weight", shrink=0.9)
     fig.suptitle(title)
     fig.supxlabel("key")
-    fig.supylabel("query")
+    fig.supylabel(row_axis)
     return _ensure_readable(fig)

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 
 import matplotlib as mpl
@@ -68,8 +69,34 @@ def _series(y, name: str, n: int | None, reference: str = "x") -> np.ndarray:
     return a
 
 
+_LOG_TICK_STEPS = ((1.0,), (1.0, 3.0), (1.0, 2.0, 5.0), (1.0, 2.0, 3.0, 5.0), (1.0, 1.5, 2.0, 3.0, 4.0, 5.0, 6.0, 8.0),
+                   (1.0, 1.2, 1.4, 1.6, 1.8, 2.0, 2.5, 3.0, 3.5, 4.0, 4.5, 5.0, 6.0, 7.0, 8.0, 9.0))
+
+
+def _log_ticks(low: float, high: float, at_least: int = 4, at_most: int = 9) -> np.ndarray | None:
+    """Round tick values (1, 2, 3, 5 x a power of ten, or finer) inside [low, high] for a log axis: the coarsest
+    set with at least ``at_least`` ticks (thinned to at most ``at_most``); the finest set if none has that many;
+    None if fewer than two round values fit."""
+    if not (0 < low < high and math.isfinite(high)):
+        return None
+    ticks = []
+    for steps in _LOG_TICK_STEPS:
+        ticks = [s * 10.0**k for k in range(math.floor(math.log10(low)), math.ceil(math.log10(high)) + 1)
+                 for s in steps if low <= s * 10.0**k <= high]
+        if len(ticks) >= at_least:
+            return np.array(ticks[:: -(-len(ticks) // at_most)])  # thin out if there are too many
+    return np.array(ticks) if len(ticks) >= 2 else None
+
+
 def _plain_numbers(axis, ticks=None) -> None:
-    """Label a log axis with plain numbers (8, 16, 0.01) instead of powers of ten; optionally at ``ticks``."""
+    """Label a log axis with plain numbers (8, 16, 0.01) instead of powers of ten; optionally at ``ticks``.
+
+    Without ``ticks``, an axis that spans less than a few powers of ten (e.g. a loss between 0.9 and 7,
+    where the default log ticks label only "1") gets at least three round ticks such as 1, 2, 3, 5.
+    """
+    if ticks is None:
+        low, high = axis.axes.get_ylim() if axis is axis.axes.yaxis else axis.axes.get_xlim()
+        ticks = _log_ticks(min(low, high), max(low, high))
     if ticks is not None:
         axis.set_ticks(np.asarray(ticks, dtype=float))
     axis.set_major_formatter(mpl.ticker.FuncFormatter(lambda v, _: f"{v:g}"))

@@ -6,7 +6,9 @@
 
 When a table is wrong, the checks recognise the usual mistakes (sine and cosine swapped, the
 two halves concatenated instead of interleaved, the exponent counted twice, the cosine given a
-different exponent than its sine) and say which one it is.
+different exponent than its sine) and say which one it is. The two bugs of the articles' loop
+(exponent counted twice; the cosine's i + 1) are recognised each on its own and in the sine or the
+cosine separately, so a half-repaired loop is told which bug is left.
 """
 
 from __future__ import annotations

@@ -173,5 +173,6 @@ def check_most_attended(answer, model, src_vocab, tgt_vocab, tokenizer, german: 
     if answer.strip() not in src_tokens:
         return report(exercise, FAILED, f"{answer!r} is not a token of the German sentence {src_tokens}.", quiet)
     return report(exercise, FAILED, f"{english_word!r} attends more to another German token than to {answer!r}. "
-                  "Look at the row of the English verb in the averaged map and find its brightest cell.", quiet)
+                  f"In the averaged map, find the row that predicts {english_word!r} (its label ends in "
+                  f"'→ {english_word}') and its brightest cell.", quiet)
 

@@ -11,14 +11,16 @@ the one here; later notebooks import the finished piece. Modules:
 - ``layers``: LayerNorm, feed-forward block, encoder and decoder layers
 - ``model``: ``TransformerConfig`` and the encoder-decoder ``Transformer``
 - ``compat``: copy weights from PyTorch's built-in modules (for equality checks)
-- ``corpus``, ``data``: the toy German–English grammar, corpus loaders and batching
+- ``corpus`` (package: ``settings``, ``lexicon``, ``verbs``, ``choices``, ``noun_phrases``, ``clauses``,
+  ``realise``, ``sentences``): the toy German–English grammar; ``data``: corpus loaders and batching
 - ``losses``, ``schedule``, ``training``: label smoothing, the warm-up schedule, the training loop
 - ``decoding``, ``evaluation``, ``checkpoint``: greedy and beam search, BLEU, safe checkpoints
 - ``distributed``: DistributedDataParallel helpers (``torchrun``)
 - ``train``, ``translate``: the command lines (``python -m course_lib.train`` / ``.translate``)
 - ``parts``, ``assembly``, ``my_parts``, ``diagnosis``: the student's own parts (contracts, assembly
   into a full model, the ``%%my_part`` magic that saves them, "find my bug")
-- ``plotting``, ``diagrams``, ``exercises``: figures and the self-checking exercises of the notebooks
+- ``plotting`` (package: ``style``, ``heatmaps``, ``attention``, ``masks``, ``distributions``, ``lines``,
+  ``bars``), ``diagrams``, ``exercises``: figures and the self-checking exercises of the notebooks
 """
 
 __version__ = "0.1.0"

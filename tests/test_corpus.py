@@ -28,8 +28,8 @@ PARTICIPLES = {verb.participle for verb in corpus.VERBS}
 FINITE_FORMS = (
     {form for verb in corpus.VERBS for form in verb.de_forms}
     | {verb.prefix + form for verb in corpus.VERBS if verb.prefix for form in verb.de_forms}
-    | {form for verb, _ in corpus._MATRIX_VERBS for form in verb.de_forms}
-    | set(corpus._SEIN) | set(corpus._HABEN) | {form for forms in corpus._MODALS.values() for form in forms}
+    | {form for verb, _ in corpus.verbs._MATRIX_VERBS for form in verb.de_forms}
+    | set(corpus.verbs._SEIN) | set(corpus.verbs._HABEN) | {form for forms in corpus.verbs._MODALS.values() for form in forms}
 )
 
 
@@ -336,3 +336,26 @@ def test_short_examples_for_the_attention_pictures_exist():
         short = [t for t in corpus.examples_with(tag, n=1000, split="test", without=plain + also_without)
                  if len(words(t.german)) <= 9]
         assert len(short) >= 5, tag
+
+
+def test_corpus_package_does_not_import_data_and_keeps_its_public_names():
+    """The corpus package is a leaf: course_lib.data imports it, never the other way round (no import cycle);
+    every public name of the former single module is still importable from course_lib.corpus."""
+    import ast
+    from pathlib import Path
+
+    package = Path(corpus.__file__).parent
+    for path in package.glob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("course_lib"):
+                assert node.module.startswith("course_lib.corpus"), f"{path.name} imports {node.module}"
+            if isinstance(node, ast.Import):
+                assert not any(a.name.startswith("course_lib") and not a.name.startswith("course_lib.corpus")
+                               for a in node.names), f"{path.name} imports another course_lib module"
+        assert len(path.read_text(encoding="utf-8").splitlines()) < 400, f"{path.name} is too long to read at once"
+    for name in ("generate_tagged", "generate_pairs", "make_tagged_splits", "make_splits", "default_tagged_splits",
+                 "examples_with", "tags_by_german", "phenomenon_counts", "write_splits", "format_tsv", "TaggedPair",
+                 "PHENOMENA", "NOUNS", "VERBS", "ADJECTIVES", "TIME_PHRASES", "DEFAULT_SEED", "N_TRAIN", "N_VALID",
+                 "N_TEST", "SPLIT_NAMES", "MAX_TOKENS", "CorpusRandom", "random_clause", "german_clause",
+                 "english_clause", "german_np", "english_np"):
+        assert name in corpus.__all__ and getattr(corpus, name) is not None

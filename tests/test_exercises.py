@@ -39,5 +39,8 @@ def test_check_answer_values():
     assert not check_answer("00.3", None, 4, quiet=True) and check_answer("00.3", None, 4, quiet=True).status == "not attempted"
     assert check_answer("00.3", 4, 4, quiet=True)
     wrong = check_answer("00.3", 5, 4, hint="Count the <pad> tokens too.", quiet=True)
-    assert not wrong and "expected 4, got 5" in wrong.message and "Count the <pad>" in wrong.message
+    assert not wrong and "5 is not right" in wrong.message and "Count the <pad>" in wrong.message
+    assert "4" not in wrong.message  # the expected value is the answer: never shown
+    assert "second entry is wrong" in check_answer("00.5", (2, 5, 3), (2, 4, 3), quiet=True).message
+    assert "expected a tuple of 3 entries, got 2" in check_answer("00.5", (2, 4), (2, 4, 3), quiet=True).message
     assert check_answer("00.4", 0.1251, 0.125, quiet=True) and not check_answer("00.4", 0.2, 0.125, quiet=True)

@@ -114,7 +114,8 @@ def test_norms_right_answer_and_tolerance(capsys):
 
 def test_norms_wrong_answers_point_at_the_part():
     swapped = nb02.check_norms((16.0, 256.0, 11.31), quiet=True)
-    assert not swapped and "(a) N(0, 1) init: expected about 256.00, got 16.00" in swapped.message
+    assert not swapped and "(a) N(0, 1) init: 16.00 is not right" in swapped.message and "course's init (b)" in swapped.message
+    assert "256" not in swapped.message
     pe_wrong = nb02.check_norms((256.0, 16.0, 16.0), quiet=True)
     assert not pe_wrong and "(c) positional encoding" in pe_wrong.message and "sin² + cos² = 1" in pe_wrong.message
     assert not nb02.check_norms((256.0, 16.0), quiet=True)

@@ -42,7 +42,8 @@ def test_fixed_table_recognises_a_cosine_with_its_own_exponent():
     half_fixed = nb03.check_fixed_table(
         lambda n, d: _loop_table(n, d, lambda i, d: i / d, lambda i, d: (i + 1) / d), quiet=True
     )
-    assert half_fixed.status == "failed" and "different exponent" in half_fixed.message
+    assert half_fixed.status == "failed" and "one bug is left" in half_fixed.message and "i + 1" in half_fixed.message
+    assert "counted twice" not in half_fixed.message
 
 
 def test_fixed_table_not_attempted_and_crash():
@@ -106,4 +107,26 @@ def test_wavelength_right_wrong_and_missing():
 )
 def test_wavelength_explains_the_mistake(answer, hint):
     result = nb03.check_wavelength(answer, quiet=True)
-    assert result.status == "failed" and "expected 62.8319" in result.message and hint in result.message
+    assert result.status == "failed" and "62.8" not in result.message and hint in result.message
+
+
+@pytest.mark.parametrize(
+    ("sin_exponent", "cos_exponent", "needles", "absent"),
+    [  # each bug of the articles' loop on its own, in whichever order the student fixes them
+        (lambda i, d: 2 * i / d, lambda i, d: 2 * i / d, ["one bug is left", "sine and the cosine is counted twice"],
+         ["i + 1"]),
+        (lambda i, d: i / d, lambda i, d: (i + 1) / d, ["one bug is left", "i + 1"], ["counted twice"]),
+        (lambda i, d: 2 * i / d, lambda i, d: i / d, ["one bug is left", "exponent of the sine is counted twice"],
+         ["i + 1", "cosine is counted"]),
+        (lambda i, d: i / d, lambda i, d: 2 * (i + 1) / d, ["two things are still wrong", "cosine is counted twice",
+                                                             "i + 1"], ["sine and"]),
+        (lambda i, d: 2 * i / d, lambda i, d: 2 * (i + 1) / d, ["both bugs of the loop are still there"], []),
+    ],
+)
+def test_fixed_table_names_each_remaining_bug(sin_exponent, cos_exponent, needles, absent):
+    result = nb03.check_fixed_table(lambda n, d: _loop_table(n, d, sin_exponent, cos_exponent), quiet=True)
+    assert result.status == "failed"
+    for needle in needles:
+        assert needle in result.message, result.message
+    for word in absent:
+        assert word not in result.message, result.message

@@ -24,7 +24,7 @@ def test_variance_right_and_missing(capsys):
 )
 def test_variance_explains_the_mistake(answer, hint):
     result = nb04.check_dot_product_variance(answer, quiet=True)
-    assert result.status == "failed" and "expected 64.0000" in result.message and hint in result.message
+    assert result.status == "failed" and "64.0" not in result.message and hint in result.message
 
 
 def test_variance_rejects_text():
@@ -55,7 +55,8 @@ def test_most_attended_key_is_the_largest_softmax_weight():
 )
 def test_most_attended_key_explains_the_mistake(answer, hint):
     result = nb04.check_most_attended_key(answer, quiet=True)
-    assert result.status == "failed" and "expected 'Ball'" in result.message and hint in result.message
+    assert result.status == "failed" and hint in result.message
+    assert "Ball" not in result.message.replace("Choose one of ['Ball'", "")  # listing the options is no giveaway
 
 
 def test_most_attended_key_wants_a_string():

@@ -66,14 +66,14 @@ def test_06_2_padded_query_rows_get_the_specific_explanation():
     blocked_pad_rows[3] = [0, 0, 0, 0, 0]
     blocked_pad_rows[4] = [0, 0, 0, 0, 0]
     result = nb06.check_picture(blocked_pad_rows, quiet=True)
-    assert result.status == "failed" and "6 of 25 entries differ" in result.message
+    assert result.status == "failed" and "6 of 25 entries are wrong" in result.message
     assert "row 3 (query '<pad>'), column 0" in result.message and "keys (columns) only" in result.message
 
 
 @pytest.mark.parametrize(
     ("answer", "needle"),
     [
-        ([[1, 1, 1, 0, 0]] * 5, "the causal mask blocks the future"),
+        ([[1, 1, 1, 0, 0]] * 5, "what does the causal mask do with the future?"),
         ([[1, 0, 0, 0, 0], [1, 1, 0, 0, 0], [1, 1, 1, 0, 0], [1, 1, 1, 1, 0], [1, 1, 1, 1, 1]], "a <pad> key"),
         ([[1, 0, 0, 0, 0]] * 4, "expected 5 rows of 5 entries"),
         ([[2, 0, 0, 0, 0]] * 5, "use only 0"),

@@ -104,8 +104,8 @@ def test_08_3_right_answer_passes():
 @pytest.mark.parametrize(
     ("answer", "needle"),
     [
-        (((16, 23), (16, 8, 23, 23), (16, 23, 128)), "the padding mask: expected (16, 1, 1, 23)"),
-        (((16, 1, 1, 23), (16, 23, 23), (16, 23, 128)), "attention weights: expected (16, 8, 23, 23)"),
+        (((16, 23), (16, 8, 23, 23), (16, 23, 128)), "the padding mask: (16, 23) is not right. Hint: the mask holds"),
+        (((16, 1, 1, 23), (16, 23, 23), (16, 23, 128)), "attention weights: (16, 23, 23) is not right. Hint: every head"),
         (((16, 1, 1, 23), (16, 8, 23, 23), (16, 23, 512)), "n_layers and d_ff do not appear"),
         (((16, 1, 1, 23), (16, 8, 23, 23)), "expected three shapes"),
         (((16, 1, 1, 23), (16, 8, 23, 23), "big"), "tuple of ints"),

@@ -434,3 +434,44 @@ def test_one_hot_vs_dense_shows_the_same_tokens_in_both_panels():
 def test_heatmap_annotations_follow_the_format():
     ax = _panels(P.plot_heatmap(np.array([[1, 20], [300, 4]]), annotate=True, fmt="d"))[0]
     assert [t.get_text() for t in ax.texts] == ["1", "20", "300", "4"]
+
+
+def test_plotting_package_modules_read_in_one_sitting_and_export_every_helper():
+    from pathlib import Path
+
+    for path in Path(P.__file__).parent.glob("*.py"):
+        assert len(path.read_text(encoding="utf-8").splitlines()) < 400, f"{path.name} is too long to read at once"
+    for name in P.__all__:
+        assert getattr(P, name) is not None
+
+
+def test_log_axis_over_less_than_a_decade_gets_several_round_ticks():
+    """A per-batch loss between 0.9 and 7 on a log axis: the default log ticks would label only "1"."""
+    steps = np.arange(1, 501)
+    loss = 0.95 + 6 * np.exp(-steps / 60)
+    fig = P.plot_lines(steps, {"loss": loss}, logy=True)
+    fig.canvas.draw()
+    labels = [t.get_text() for t in fig.axes[0].get_yticklabels() if t.get_text()]
+    assert labels == ["1", "2", "3", "5"], labels
+    plt.close(fig)
+
+
+def test_decoder_rows_read_input_arrow_prediction_in_every_helper():
+    """Notebooks 09 and 11 label decoder rows the same way: the token a position reads -> the one it predicts."""
+    inputs, outputs, src = ["<bos>", "The", "dog"], ["The", "dog", "<eos>"], ["Der", "Hund", "<eos>"]
+    assert P.decoder_row_labels(inputs, outputs) == ["<bos> → The", "The → dog", "dog → <eos>"]
+    weights = torch.full((1, 2, 3, 3), 1 / 3)
+    fig = P.plot_attention(weights[0, 0], query_tokens=inputs, key_tokens=src, predicted_tokens=outputs)
+    ax = fig.axes[0]
+    assert [t.get_text() for t in ax.get_yticklabels()] == ["<bos> → The", "The → dog", "dog → <eos>"]
+    assert ax.get_ylabel() == "decoder position: reads → predicts"
+    plt.close(fig)
+    fig = P.plot_attention_layers({"decoder.layers.0.cross_attn": weights}, query_tokens=inputs, key_tokens=src,
+                                  predicted_tokens=outputs)
+    assert [t.get_text() for t in fig.axes[0].get_yticklabels()] == ["<bos> → The", "The → dog", "dog → <eos>"]
+    assert fig.get_supylabel() == "decoder position: reads → predicts"
+    plt.close(fig)
+    with pytest.raises(ValueError, match="predicted_tokens has 2 label"):
+        P.plot_attention(weights[0, 0], query_tokens=inputs, predicted_tokens=outputs[:2])
+    with pytest.raises(ValueError, match="needs query_tokens"):
+        P.plot_attention(weights[0, 0], predicted_tokens=outputs)

@@ -11,6 +11,17 @@ which prints one line per verdict:
 
 and returns a :class:`CheckResult` (``bool(result)`` is True when the answer passes) so that
 tests can verify the checkers themselves. The helpers below are shared by every notebook.
+
+Feedback policy (the same for every checker, tested in ``tests/test_exercises_policy.py``):
+
+* a wrong answer names the failing case (or the part of the question) and gives a hint toward the
+  mistake; when the mistake is a recognisable one, the hint names that mistake;
+* the expected value is never printed when it is the answer itself (a number, a shape, a token, a
+  list of ids): :func:`check_answer` says *that* a value is wrong, never what the right one is.
+  Function exercises may show what the reference returns on one test case, because the answer is
+  the function, not that value;
+* a function that still raises ``NotImplementedError`` (or a value left as ``None``) is "not attempted";
+  a function that crashes fails with the case and the exception. :func:`call_student` does both.
 """
 
 from __future__ import annotations
@@ -58,7 +69,41 @@ def report(exercise: str, status: str, message: str, quiet: bool = False) -> Che
 
 
 def not_attempted(exercise: str, what: str = "replace `raise NotImplementedError` with your code", quiet=False):
+    """Report that the student has not answered yet; ``what`` says what to do (without a final full stop)."""
     return report(exercise, NOT_ATTEMPTED, f"{what} and run the cell again.", quiet)
+
+
+def call_student(
+    exercise: str,
+    student_fn: Callable,
+    args: tuple = (),
+    case: str | None = None,
+    who: str = "your function",
+    todo: str = "replace `raise NotImplementedError` with your code",
+    quiet: bool = False,
+) -> tuple[Any, CheckResult | None]:
+    """Call the student's code once, turning "not written yet" and crashes into verdicts.
+
+    Args:
+        exercise: the exercise number, e.g. ``"04.3"``.
+        student_fn: the student's function (or class: it is simply called).
+        args: positional arguments of the call.
+        case: the name of the test case, shown when the call crashes.
+        who: how the message names the code that crashed (``"your function"``, ``"merge_heads"``, ...).
+        todo: what the not-attempted line asks the student to do.
+        quiet: build the verdict without printing it.
+
+    Returns:
+        ``(value, None)`` when the call returned, ``(None, verdict)`` when it raised: 'not attempted' for
+        ``NotImplementedError``, 'failed' (naming the case and the exception) for anything else.
+    """
+    try:
+        return student_fn(*args), None
+    except NotImplementedError:
+        return None, not_attempted(exercise, todo, quiet)
+    except Exception as exc:  # the student's code crashed: say where and how
+        where = f"on case '{case}' " if case else ""
+        return None, report(exercise, FAILED, f"{where}{who} raised {type(exc).__name__}: {exc}", quiet)
 
 
 def describe_difference(got: Any, expected: Any, atol: float = 1e-5, rtol: float = 1e-4) -> str | None:
@@ -115,32 +160,80 @@ def check_function(
         quiet: return the result without printing it.
     """
     for description, args in cases:
-        try:
-            got = student_fn(*args)
-        except NotImplementedError:
-            return not_attempted(exercise, quiet=quiet)
-        except Exception as exc:  # the student's code crashed: say where and how
-            return report(exercise, FAILED, f"on case '{description}' your function raised {type(exc).__name__}: {exc}", quiet)
+        got, verdict = call_student(exercise, student_fn, args, case=description, quiet=quiet)
+        if verdict is not None:
+            return verdict
         difference = describe_difference(got, reference_fn(*args), atol=atol)
         if difference:
             return report(exercise, FAILED, f"on case '{description}': {difference}.", quiet)
     return report(exercise, PASSED, f"all {len(cases)} cases agree with the reference.", quiet)
 
 
+def _show(value: Any) -> str:
+    """The student's value as the message shows it (numbers rounded, strings quoted)."""
+    if isinstance(value, float):
+        return f"{value:.6g}"
+    return repr(value)
+
+
+_ORDINALS = ("first", "second", "third", "fourth", "fifth", "sixth", "seventh", "eighth", "ninth", "tenth")
+
+
+def describe_wrong_answer(answer: Any, expected: Any, atol: float = 1e-3, rtol: float = 0.0) -> str | None:
+    """Say what is wrong with a value answer WITHOUT quoting ``expected``, or None if the answer is right.
+
+    Type and length problems are named (they are the form of the answer, not the answer); for a tuple or list
+    of the right length the wrong positions are named; otherwise the message only says the value is not right.
+    """
+    if isinstance(expected, (int, float)) and not isinstance(expected, bool):
+        if isinstance(answer, torch.Tensor) and answer.numel() == 1:
+            answer = answer.item()
+        if isinstance(answer, bool) or not isinstance(answer, (int, float)):
+            return f"expected a number, got {type(answer).__name__}"
+        if isinstance(expected, int) and isinstance(answer, float) and not answer.is_integer():
+            return f"expected a whole number, got {_show(answer)}"
+        if abs(answer - expected) <= atol + rtol * abs(expected):
+            return None
+        return f"{_show(answer)} is not right"
+    if isinstance(expected, str):
+        if not isinstance(answer, str):
+            return f"expected a string, got {type(answer).__name__}"
+        return None if answer.strip() == expected else f"{_show(answer)} is not right"
+    if isinstance(expected, (tuple, list)):
+        if isinstance(answer, torch.Size):
+            answer = tuple(answer)
+        kind = type(expected).__name__
+        if not isinstance(answer, (tuple, list)):
+            return f"expected a {kind}, got {type(answer).__name__}"
+        if len(answer) != len(expected):
+            return f"expected a {kind} of {len(expected)} entries, got {len(answer)}"
+        wrong = [i for i, (a, e) in enumerate(zip(answer, expected, strict=True))
+                 if describe_wrong_answer(a, e, atol, rtol) is not None]
+        if not wrong:
+            return None
+        names = [_ORDINALS[i] if i < len(_ORDINALS) else f"#{i + 1}" for i in wrong]
+        which = names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1]
+        return f"{_show(answer)} is not right: the {which} {'entry is' if len(wrong) == 1 else 'entries are'} wrong"
+    return None if answer == expected else f"{_show(answer)} is not right"
+
+
 def check_answer(exercise: str, answer: Any, expected: Any, hint: str = "", atol: float = 1e-3, quiet=False) -> CheckResult:
     """Compare a value the student computed or chose (``None`` means not attempted yet).
+
+    The failure message never shows ``expected`` (it is the answer): it says what is wrong with the
+    form of the answer, or that the value is not right, followed by ``hint``.
 
     Args:
         exercise: the exercise number, e.g. ``"03.2"``.
         answer: the student's value.
-        expected: the right value.
+        expected: the right value (a number, string, tuple or list).
         hint: a sentence added to the failure message to point the student in the right direction.
         atol: tolerance for numbers.
         quiet: return the result without printing it.
     """
     if answer is None:
         return not_attempted(exercise, "set your answer instead of `None`", quiet)
-    difference = describe_difference(answer, expected, atol=atol)
+    difference = describe_wrong_answer(answer, expected, atol=atol)
     if difference:
         return report(exercise, FAILED, f"{difference}. {hint}".strip(), quiet)
     return report(exercise, PASSED, "correct.", quiet)

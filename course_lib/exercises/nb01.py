@@ -3,7 +3,7 @@ the empty-string special-token bug, and one BPE merge step."""
 
 from __future__ import annotations
 
-from course_lib.exercises import FAILED, PASSED, check_answer, not_attempted, report
+from course_lib.exercises import FAILED, PASSED, call_student, check_answer, not_attempted, report
 
 SPECIAL_TOKENS = ("<pad>", "<bos>", "<eos>", "<unk>")
 
@@ -33,13 +33,11 @@ def check_encode(student_fn, quiet: bool = False):
         ("another vocabulary (ids depend on stoi)", (["b", "a", "z"], _small_stoi(["a", "b"]))),
     ]
     for description, (tokens, table) in cases:
-        try:
-            got = student_fn(list(tokens), dict(table))
-        except NotImplementedError:
-            return not_attempted("01.1", quiet=quiet)
-        except Exception as exc:  # report any crash of the student's code
-            return report("01.1", FAILED, f"on case '{description}' (tokens {tokens}) your function raised "
-                                          f"{type(exc).__name__}: {exc}", quiet)
+        got, verdict = call_student("01.1", student_fn, (list(tokens), dict(table)),
+                                    case=description,
+                                    who=f"your function (tokens {tokens})", quiet=quiet)
+        if verdict is not None:
+            return verdict
         expected = _reference_encode(tokens, table)
         if isinstance(got, tuple) or not isinstance(got, list):
             return report("01.1", FAILED, f"on case '{description}': return a list of ints, got {type(got).__name__}", quiet)
@@ -82,9 +80,25 @@ def check_unk_count(answer, quiet: bool = False):
     """01.2: how many ``<unk>`` does the sentence get (vocabulary with min_freq=2)?"""
     if answer is not None and (isinstance(answer, bool) or not isinstance(answer, int)):
         return report("01.2", FAILED, f"expected a whole number, got {type(answer).__name__} {answer!r}", quiet)
+    expected = expected_unk_count()
     hint = ("Count each token of the sentence in the four training sentences: it is kept only if it occurs at "
             "least twice, and 'Der' and 'der' are different tokens.")
-    return check_answer("01.2", answer, expected_unk_count(), hint=hint, quiet=quiet)
+    if isinstance(answer, int) and not isinstance(answer, bool) and answer != expected:
+        from collections import Counter
+
+        counts = Counter(tok for sentence in UNK_TRAIN for tok in sentence)
+        lowered = Counter(tok.lower() for sentence in UNK_TRAIN for tok in sentence)
+        if answer == sum(lowered[tok.lower()] < UNK_MIN_FREQ for tok in UNK_SENTENCE):
+            hint = ("Tokens are case-sensitive: 'Der' at the start of the sentence is not 'der', so it has its own "
+                    "count.")
+        elif answer == sum(counts[tok] < 1 for tok in UNK_SENTENCE):
+            hint = ("You counted only the tokens never seen in training; with min_freq=2 a token seen once is "
+                    "<unk> too.")
+        elif answer == sum(counts[tok] <= UNK_MIN_FREQ for tok in UNK_SENTENCE):
+            hint = "A token seen exactly twice reaches min_freq=2 and is kept; only counts below 2 become <unk>."
+        elif answer == expected + 2:
+            hint = "Count only the sentence's own tokens: <bos> and <eos> are in every vocabulary, never <unk>."
+    return check_answer("01.2", answer, expected, hint=hint, quiet=quiet)
 
 
 # ----------------------------------------------------------------------------------------------
@@ -111,6 +125,9 @@ def check_buggy_ids(answer, quiet: bool = False):
                                       "four specials are the same string '' and the dict keeps only one entry for it: "
                                       "which id does the last assignment leave?", quiet)
     hint = "A dict has one entry per key; building it left to right, a later id for the same key overwrites an earlier one."
+    if answer == [0, 4, 5, 0, 0]:
+        hint = ("All four specials are the same key ''; the dict comprehension assigns it 0, 1, 2 and then 3: "
+                "which assignment is left at the end?")
     result = check_answer("01.3", answer, expected, hint=hint, quiet=True)
     if result:
         message = ("correct: <bos>, <eos> and <pad> all became id 3, the same as <unk>. The model could not tell "
@@ -138,13 +155,10 @@ def check_merge_pair(student_fn, quiet: bool = False):
         ("a single symbol", (("x</w>",), ("x", "</w>"))),
     ]
     for description, (symbols, pair) in cases:
-        try:
-            got = student_fn(tuple(symbols), tuple(pair))
-        except NotImplementedError:
-            return not_attempted("01.4", quiet=quiet)
-        except Exception as exc:  # report any crash of the student's code
-            return report("01.4", FAILED, f"on case '{description}' merge_pair({symbols}, {pair}) raised "
-                                          f"{type(exc).__name__}: {exc}", quiet)
+        got, verdict = call_student("01.4", student_fn, (tuple(symbols), tuple(pair)), case=description,
+                                    who=f"merge_pair({symbols}, {pair})", quiet=quiet)
+        if verdict is not None:
+            return verdict
         expected = merge_pair(symbols, pair)
         if isinstance(got, list):
             got = tuple(got)

@@ -8,7 +8,7 @@ import math
 import torch
 from torch import nn
 
-from course_lib.exercises import FAILED, PASSED, describe_difference, not_attempted, report
+from course_lib.exercises import FAILED, PASSED, call_student, describe_difference, not_attempted, report
 
 # ----------------------------------------------------------------------------------------------
 # 02.1: embedding lookup as a one-hot matrix product
@@ -34,14 +34,11 @@ def _cases_02_1():
 def check_one_hot_embed(student_fn, quiet: bool = False):
     """02.1: ``embed_via_one_hot(ids, weight)`` equals ``weight[ids]``, shape ``(batch, seq, d_model)``."""
     for description, (ids, weight) in _cases_02_1():
-        try:
-            got = student_fn(ids.clone(), weight.clone())
-        except NotImplementedError:
-            return not_attempted("02.1", quiet=quiet)
-        except Exception as exc:  # report any crash of the student's code
-            return report("02.1", FAILED, f"on case '{description}' (ids shape {tuple(ids.shape)}, weight shape "
-                                          f"{tuple(weight.shape)}) your function raised {type(exc).__name__}: {exc}",
-                          quiet)
+        got, verdict = call_student("02.1", student_fn, (ids.clone(), weight.clone()), case=description,
+                                    who=f"your function (ids shape {tuple(ids.shape)}, weight shape "
+                                        f"{tuple(weight.shape)})", quiet=quiet)
+        if verdict is not None:
+            return verdict
         if isinstance(got, torch.Tensor) and got.dtype in (torch.bool, torch.int64, torch.int32):
             return report("02.1", FAILED, f"on case '{description}': the result has dtype {got.dtype}; turn the one-hot "
                                           "matrix into floats (.float() or .to(weight.dtype)) before the product", quiet)
@@ -78,13 +75,14 @@ def check_scaled_embedding(student_cls, quiet: bool = False):
     for description, vocab_size, d_model, seq_len in cases:
         weight = torch.randn(vocab_size, d_model, generator=generator)
         ids = torch.randint(0, vocab_size, (2, seq_len), generator=generator)
-        try:
-            module = _make_student_module(student_cls, vocab_size, d_model, weight)
-            got = module(ids)
-        except NotImplementedError:
-            return not_attempted("02.2", "delete the `raise NotImplementedError` line, fix the bug", quiet)
-        except Exception as exc:  # report any crash of the student's code
-            return report("02.2", FAILED, f"on case '{description}' your module raised {type(exc).__name__}: {exc}", quiet)
+
+        def build_and_run(vocab_size=vocab_size, d_model=d_model, weight=weight, ids=ids):
+            return _make_student_module(student_cls, vocab_size, d_model, weight)(ids)
+
+        got, verdict = call_student("02.2", build_and_run, case=description, who="your module",
+                                    todo="delete the `raise NotImplementedError` line, fix the bug", quiet=quiet)
+        if verdict is not None:
+            return verdict
         expected = weight[ids] * math.sqrt(d_model)
         if not isinstance(got, torch.Tensor) or tuple(got.shape) != tuple(expected.shape):
             return report("02.2", FAILED, f"on case '{description}': {describe_difference(got, expected)}.", quiet)
@@ -131,9 +129,21 @@ def check_norms(answer, quiet: bool = False):
         f"Each component is N(0, 1/{d}) times sqrt({d}), i.e. N(0, 1); the squared length sums {d} squares of mean 1.",
         f"The {d} dimensions form {d // 2} (sin, cos) pairs and sin² + cos² = 1 for each pair.",
     )
-    for name, got, want, hint in zip(names, answer, expected, hints, strict=True):
+    swapped = {  # a value that belongs to another part of the question
+        (0, expected[1]): "that is the length with the course's init (b); with N(0, 1) every component is sqrt(d_model) "
+                          "times larger.",
+        (1, expected[0]): "that is the length with N(0, 1) init (a); the course's init has standard deviation "
+                          "d_model^-0.5, so the scaled components are N(0, 1).",
+        (1, expected[2]): "that is the positional encoding's length (c).",
+        (2, expected[1]): "that would be sqrt(d_model): but not every dimension contributes 1, each (sin, cos) pair "
+                          "contributes sin² + cos² = 1.",
+    }
+    for index, (name, got, want, hint) in enumerate(zip(names, answer, expected, hints, strict=True)):
         if abs(got - want) > 0.02 * want:
-            return report("02.3", FAILED, f"{name}: expected about {want:.2f}, got {got:.2f}. {hint}", quiet)
+            for (part, value), why in swapped.items():
+                if part == index and abs(got - value) <= 0.02 * value:
+                    hint = f"It looks like {why}"
+            return report("02.3", FAILED, f"{name}: {got:.2f} is not right. {hint}", quiet)
     return report("02.3", PASSED, f"correct: {expected[0]:.0f}, {expected[1]:.0f} and {expected[2]:.2f}. With the default "
                                   f"init the tokens are {expected[0] / expected[2]:.0f}x longer than the positions.", quiet)
 

@@ -6,7 +6,9 @@
 
 When a table is wrong, the checks recognise the usual mistakes (sine and cosine swapped, the
 two halves concatenated instead of interleaved, the exponent counted twice, the cosine given a
-different exponent than its sine) and say which one it is.
+different exponent than its sine) and say which one it is. The two bugs of the articles' loop
+(exponent counted twice; the cosine's i + 1) are recognised each on its own and in the sine or the
+cosine separately, so a half-repaired loop is told which bug is left.
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ import math
 
 import torch
 
-from course_lib.exercises import FAILED, PASSED, check_answer, describe_difference, not_attempted, report
+from course_lib.exercises import FAILED, PASSED, call_student, check_answer, describe_difference, report
 
 
 def _table(positions: torch.Tensor, d_model: int, exponent_sin=None, exponent_cos=None, layout="interleaved"):
@@ -39,42 +41,70 @@ def reference_encode_positions(positions: torch.Tensor, d_model: int) -> torch.T
     return _table(positions, d_model).float()
 
 
-_KNOWN_MISTAKES = [
+_LAYOUT_MISTAKES = [
     ("sine and cosine are swapped: even dimensions 2i hold the sine, odd dimensions 2i+1 the cosine",
      {"layout": "swapped"}),
     ("you put all sines first and all cosines second; the course interleaves them (sin, cos, sin, cos, ...) "
      "so that dimensions 2i and 2i+1 form a pair", {"layout": "halves"}),
-    ("the exponent is counted twice (the bug from the articles): the loop variable already is 2i, "
-     "so the exponent is i / d_model, not 2 * i / d_model", {"exponent_sin": lambda e, d: 2 * e / d,
-                                                            "exponent_cos": lambda e, d: 2 * (e + 1) / d}),
-    ("the exponent is counted twice: the loop variable already is 2i, so the exponent is i / d_model, "
-     "not 2 * i / d_model", {"exponent_sin": lambda e, d: 2 * e / d, "exponent_cos": lambda e, d: 2 * e / d}),
-    ("the cosine of a pair has a different exponent than its sine; both dimensions of pair i share "
-     "one frequency 1 / 10000^(2i / d_model)", {"exponent_cos": lambda e, d: (e + 1) / d}),
     ("the exponent uses the pair index i where it needs 2i / d_model", {"exponent_sin": lambda e, d: e / 2 / d,
                                                                         "exponent_cos": lambda e, d: e / 2 / d}),
 ]
+
+# The two bugs of the articles' loop, each recognised on its own (03.1 is solved in two steps, and the
+# check must say which step is still missing). ``e`` is the loop variable (the even dimension 2i).
+_SIN_EXPONENTS = {
+    "right": lambda e, d: e / d,
+    "doubled": lambda e, d: 2 * e / d,
+}
+_COS_EXPONENTS = {
+    "right": lambda e, d: e / d,
+    "doubled": lambda e, d: 2 * e / d,
+    "shifted": lambda e, d: (e + 1) / d,
+    "doubled and shifted": lambda e, d: 2 * (e + 1) / d,
+}
+_DOUBLED = "the loop variable i already is the even dimension 2i, so the exponent is i / d_model, not 2 * i / d_model"
+_SHIFTED = ("the cosine uses i + 1 where it needs i: dimensions 2i and 2i+1 form one pair and share the sine's "
+            "frequency 1 / 10000^(2i / d_model)")
+
+
+def _exponent_bugs(sin_kind: str, cos_kind: str) -> str:
+    """Name the exponent bugs left in a table whose sine and cosine exponents are of these kinds."""
+    doubled = [name for name, kind in (("sine", sin_kind), ("cosine", cos_kind)) if "doubled" in kind]
+    bugs = []
+    if doubled:
+        bugs.append(f"the exponent of the {' and the '.join(doubled)} is counted twice ({_DOUBLED})")
+    if "shifted" in cos_kind:
+        bugs.append(_SHIFTED)
+    if (sin_kind, cos_kind) == ("doubled", "doubled and shifted"):
+        return "both bugs of the loop are still there: " + "; and ".join(bugs)
+    if len(bugs) == 1:
+        return "one bug is left: " + bugs[0]
+    return "two things are still wrong: " + "; and ".join(bugs)
 
 
 def _diagnose(got: torch.Tensor, positions: torch.Tensor, d_model: int) -> str:
     """Name a known mistake that explains ``got`` (empty string if none does)."""
     if not isinstance(got, torch.Tensor) or tuple(got.shape) != (len(positions), d_model):
         return ""
-    for explanation, variant in _KNOWN_MISTAKES:
+    for explanation, variant in _LAYOUT_MISTAKES:
         if describe_difference(got, _table(positions, d_model, **variant), atol=1e-4) is None:
             return f" It looks like {explanation}."
+    for sin_kind, exponent_sin in _SIN_EXPONENTS.items():
+        for cos_kind, exponent_cos in _COS_EXPONENTS.items():
+            if (sin_kind, cos_kind) == ("right", "right"):
+                continue
+            variant = _table(positions, d_model, exponent_sin=exponent_sin, exponent_cos=exponent_cos)
+            if describe_difference(got, variant, atol=1e-4) is None:
+                return f" It looks like {_exponent_bugs(sin_kind, cos_kind)}."
     return ""
 
 
 def _check_tables(exercise: str, call, cases, quiet: bool):
     """``cases``: (description, args, positions, d_model); ``call(*args)`` is the student's table."""
     for description, args, positions, d_model in cases:
-        try:
-            got = call(*args)
-        except NotImplementedError:
-            return not_attempted(exercise, quiet=quiet)
-        except Exception as exc:  # the student's code crashed: say where and how
-            return report(exercise, FAILED, f"on case '{description}' your function raised {type(exc).__name__}: {exc}", quiet)
+        got, verdict = call_student(exercise, call, args, case=description, quiet=quiet)
+        if verdict is not None:
+            return verdict
         expected = reference_encode_positions(positions, d_model)
         difference = describe_difference(got, expected, atol=1e-4)
         if difference:

@@ -33,11 +33,11 @@ def check_dot_product_variance(answer, quiet: bool = False):
     if isinstance(answer, (int, float)) and not isinstance(answer, bool):
         answer = float(answer)
         if math.isclose(answer, 8.0, abs_tol=0.05):
-            hint = "8 = √64 is the standard deviation of q · k; the variance is its square."
+            hint = "8 = √d_k is the standard deviation of q · k (its typical size); the question asks for the variance."
         elif math.isclose(answer, 1.0, abs_tol=0.05):
             hint = "1 is the variance *after* dividing by √d_k; the question asks about the unscaled dot product."
         elif math.isclose(answer, 4096.0, abs_tol=1.0):
-            hint = "4096 = 64²: the variances of the 64 independent products add up, they are not multiplied."
+            hint = "4096 = d_k²: the variances of the d_k independent products add up, they are not multiplied."
     return check_answer("04.1", answer, 64.0, hint=hint, atol=0.5, quiet=quiet)
 
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import torch
 
-from course_lib.exercises import FAILED, PASSED, check_answer, describe_difference, not_attempted, report
+from course_lib.exercises import FAILED, PASSED, call_student, check_answer, describe_difference, not_attempted, report
 
 ATOL = 1e-5
 
@@ -61,16 +61,6 @@ def _split_cases():
     ]
 
 
-def _run(fn, args):
-    """(result, None) or (None, exception)."""
-    try:
-        return fn(*args), None
-    except NotImplementedError:
-        raise
-    except Exception as exc:  # the student's code crashed: reported by the caller
-        return None, exc
-
-
 def _explain(got, expected, mistakes, args) -> str:
     difference = describe_difference(got, expected, atol=ATOL)
     for message, wrong in mistakes:
@@ -83,32 +73,32 @@ def check_split_merge(split_heads, merge_heads, quiet: bool = False):
     """05.1: ``split_heads(x, n_heads)`` and ``merge_heads(x)`` equal course_lib's and undo each other."""
     exercise = "05.1"
     cases = _split_cases()
-    try:
-        for description, (x, n_heads) in cases:
-            got, exc = _run(split_heads, (x, n_heads))
-            if exc is not None:
-                return report(exercise, FAILED, f"split_heads on case '{description}' raised {type(exc).__name__}: {exc}",
-                              quiet)
-            expected = _reference_split(x, n_heads)
-            if describe_difference(got, expected, atol=ATOL):
-                why = _explain(got, expected, _SPLIT_MISTAKES, (x, n_heads))
-                return report(exercise, FAILED, f"split_heads on case '{description}': {why}.", quiet)
-        for description, (x, n_heads) in cases:
-            # contiguous in the head layout, as the output of attention is: a transpose then breaks .view
-            heads = _reference_split(x, n_heads).contiguous()
-            got, exc = _run(merge_heads, (heads,))
-            if exc is not None:
-                hint = ""
-                if "view" in str(exc) or "contiguous" in str(exc):
-                    hint = " After a transpose the tensor is not contiguous in memory: call .contiguous() before .view"
-                    hint += " (or use .reshape). Do NOT drop the transpose to make the error go away."
-                return report(exercise, FAILED, f"merge_heads on case '{description}' raised {type(exc).__name__}: "
-                              f"{str(exc).rstrip('.')}.{hint}", quiet)
-            if describe_difference(got, x, atol=ATOL):
-                why = _explain(got, x, _MERGE_MISTAKES, (heads,))
-                return report(exercise, FAILED, f"merge_heads on case '{description}': {why}.", quiet)
-    except NotImplementedError:
-        return not_attempted(exercise, "replace `raise NotImplementedError` in split_heads and merge_heads", quiet)
+    todo = "replace `raise NotImplementedError` in split_heads and merge_heads"
+    for description, (x, n_heads) in cases:
+        got, verdict = call_student(exercise, split_heads, (x, n_heads), case=description, who="split_heads",
+                                    todo=todo, quiet=quiet)
+        if verdict is not None:
+            return verdict
+        expected = _reference_split(x, n_heads)
+        if describe_difference(got, expected, atol=ATOL):
+            why = _explain(got, expected, _SPLIT_MISTAKES, (x, n_heads))
+            return report(exercise, FAILED, f"split_heads on case '{description}': {why}.", quiet)
+    for description, (x, n_heads) in cases:
+        # contiguous in the head layout, as the output of attention is: a transpose then breaks .view
+        heads = _reference_split(x, n_heads).contiguous()
+        got, verdict = call_student(exercise, merge_heads, (heads,), case=description, who="merge_heads",
+                                    todo=todo, quiet=True)
+        if verdict is not None and verdict.status != FAILED:
+            return report(exercise, verdict.status, verdict.message, quiet)
+        if verdict is not None:
+            hint = ""
+            if "view" in verdict.message or "contiguous" in verdict.message:
+                hint = (" After a transpose the tensor is not contiguous in memory: call .contiguous() before .view"
+                        " (or use .reshape). Do NOT drop the transpose to make the error go away.")
+            return report(exercise, FAILED, f"{verdict.message.rstrip('.')}.{hint}", quiet)
+        if describe_difference(got, x, atol=ATOL):
+            why = _explain(got, x, _MERGE_MISTAKES, (heads,))
+            return report(exercise, FAILED, f"merge_heads on case '{description}': {why}.", quiet)
     return report(exercise, PASSED, f"split_heads and merge_heads agree with course_lib on all {len(cases)} cases, "
                   "and merge_heads(split_heads(x)) gives back x.", quiet)
 
@@ -133,7 +123,7 @@ def check_parameter_count(answer, quiet: bool = False):
         4 * d * (d // h) + 4 * (d // h): "that is the size of one head's slice; the projections are d_model x d_model",
     }
     if answer in known:
-        return report(exercise, FAILED, f"expected {expected}, got {answer}: {known[answer]}.", quiet)
+        return report(exercise, FAILED, f"{answer} is not right: {known[answer]}.", quiet)
     hint = "Four nn.Linear(d_model, d_model) layers (W_q, W_k, W_v, W_o), each with a bias."
     return check_answer(exercise, answer, expected, hint=hint, quiet=quiet)
 
@@ -176,13 +166,9 @@ def check_fixed_multi_head_attention(student_fn, quiet: bool = False):
     outputs = []
     with torch.no_grad():
         for description, x, mha in cases:
-            try:
-                got, exc = _run(student_fn, (x, mha))
-            except NotImplementedError:
-                return not_attempted(exercise, quiet=quiet)
-            if exc is not None:
-                return report(exercise, FAILED, f"on case '{description}' your function raised {type(exc).__name__}: "
-                              f"{exc}", quiet)
+            got, verdict = call_student(exercise, student_fn, (x, mha), case=description, quiet=quiet)
+            if verdict is not None:
+                return verdict
             outputs.append(got)
         if all(describe_difference(got, buggy_multi_head_attention(x, mha), atol=ATOL) is None
                for got, (_, x, mha) in zip(outputs, cases, strict=True)):

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import torch
 
-from course_lib.exercises import FAILED, PASSED, describe_difference, not_attempted, report
+from course_lib.exercises import FAILED, PASSED, call_student, describe_difference, not_attempted, report
 from course_lib.masks import decoder_self_attention_mask, padding_mask
 
 # ----------------------------------------------------------------------------------------------
@@ -57,13 +57,9 @@ def check_decoder_mask(student_fn, quiet: bool = False):
     """06.1: ``decoder_mask(tgt, pad_id)`` returns the (batch, 1, tgt_len, tgt_len) padding AND causal mask."""
     cases = _decoder_mask_cases()
     for description, (tgt, pad_id) in cases:
-        try:
-            got = student_fn(tgt.clone(), pad_id)
-        except NotImplementedError:
-            return not_attempted("06.1", quiet=quiet)
-        except Exception as exc:  # report any crash of the student's code
-            return report("06.1", FAILED, f"on case '{description}' your function raised {type(exc).__name__}: {exc}",
-                          quiet)
+        got, verdict = call_student("06.1", student_fn, (tgt.clone(), pad_id), case=description, quiet=quiet)
+        if verdict is not None:
+            return verdict
         expected = decoder_self_attention_mask(tgt, pad_id)
         difference = describe_difference(got, expected)
         if difference:
@@ -100,19 +96,20 @@ def _as_bool_matrix(answer):
     return matrix, None
 
 
-def _why(row: int, col: int, expected: bool) -> str:
+def _why(row: int, col: int) -> str:
+    """Point at a wrong entry and give the rule that decides it (the rule, not the 0/1 itself)."""
     query, key = PICTURE_TOKENS[row], PICTURE_TOKENS[col]
     where = f"row {row} (query '{query}'), column {col} (key '{key}')"
     if key == "<pad>":
-        reason = "a <pad> key is always blocked: it is not a word"
+        reason = "what may a query do with a <pad> key, which is not a word?"
     elif col > row:
-        reason = "the key comes after the query: the causal mask blocks the future"
+        reason = "this key comes after the query: what does the causal mask do with the future?"
     elif query == "<pad>":
-        reason = ("the padding mask blocks keys (columns) only, so even a <pad> query may attend to the real "
-                  "tokens before it; its output is ignored by the loss")
+        reason = ("the padding mask acts on keys (columns) only, not on queries (rows); a <pad> query's output is "
+                  "simply ignored by the loss.")
     else:
-        reason = "a real key at or before the query is visible"
-    return f"{where} should be {int(expected)}: {reason}"
+        reason = "a real key at or before the query: is anything blocking it?"
+    return f"{where} is wrong. Hint: {reason}"
 
 
 def check_picture(answer, quiet: bool = False):
@@ -126,8 +123,7 @@ def check_picture(answer, quiet: bool = False):
     wrong = (matrix != expected).nonzero().tolist()
     if wrong:
         row, col = wrong[0]
-        return report("06.2", FAILED, f"{len(wrong)} of 25 entries differ. First one: {_why(row, col, bool(expected[row, col]))}.",
-                      quiet)
+        return report("06.2", FAILED, f"{len(wrong)} of 25 entries are wrong. The first: {_why(row, col)}", quiet)
     return report("06.2", PASSED, "all 25 entries are right, including the subtle <pad> query rows.", quiet)
 
 
@@ -149,13 +145,10 @@ def check_fixed_masks(student_fn, quiet: bool = False):
     """06.3: ``fixed_masks(src, tgt, pad_id)`` returns (src_mask, tgt_mask), both True = may attend."""
     cases = _mask_cases()
     for description, (src, tgt, pad_id) in cases:
-        try:
-            result = student_fn(src.clone(), tgt.clone(), pad_id)
-        except NotImplementedError:
-            return not_attempted("06.3", quiet=quiet)
-        except Exception as exc:  # report any crash of the student's code
-            return report("06.3", FAILED, f"on case '{description}' your function raised {type(exc).__name__}: {exc}",
-                          quiet)
+        result, verdict = call_student("06.3", student_fn, (src.clone(), tgt.clone(), pad_id), case=description,
+                                       quiet=quiet)
+        if verdict is not None:
+            return verdict
         if not isinstance(result, tuple) or len(result) != 2:
             return report("06.3", FAILED, "return a tuple (src_mask, tgt_mask)", quiet)
         expectations = (("src_mask", result[0], padding_mask(src, pad_id),

@@ -14,7 +14,7 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from course_lib.exercises import FAILED, PASSED, check_answer, describe_difference, not_attempted, report
+from course_lib.exercises import FAILED, PASSED, call_student, check_answer, describe_difference, not_attempted, report
 
 ATOL = 1e-5
 
@@ -123,12 +123,9 @@ def _compare_norms(exercise, outputs, cases, quiet):
 def check_layer_norm_module(student_cls, quiet: bool = False):
     """07.1: ``MyLayerNorm(d_model, eps=1e-5)`` equals ``nn.LayerNorm`` and can load its weights."""
     exercise = "07.1"
-    try:
-        module = student_cls(8)
-    except NotImplementedError:
-        return not_attempted(exercise, quiet=quiet)
-    except Exception as exc:  # the student's constructor crashed
-        return report(exercise, FAILED, f"MyLayerNorm(8) raised {type(exc).__name__}: {exc}", quiet)
+    module, verdict = call_student(exercise, student_cls, (8,), who="MyLayerNorm(8)", quiet=quiet)
+    if verdict is not None:
+        return verdict
     params = dict(module.named_parameters())
     for name, init, what in (("weight", 1.0, "ones (the gain)"), ("bias", 0.0, "zeros (the shift)")):
         if name not in params:
@@ -154,15 +151,17 @@ def check_layer_norm_module(student_cls, quiet: bool = False):
         with torch.no_grad():
             reference.weight.copy_(weight)
             reference.bias.copy_(bias)
-        try:
+
+        def run(x=x, eps=eps, reference=reference):
             mine = student_cls(x.size(-1), eps=eps).double()
             mine.load_state_dict(reference.state_dict())
-            outputs.append(mine(x))
-        except NotImplementedError:
-            return not_attempted(exercise, "replace `raise NotImplementedError` in forward with your code", quiet)
-        except Exception as exc:  # the student's forward crashed
-            return report(exercise, FAILED, f"on case '{description}' your module raised {type(exc).__name__}: {exc}",
-                          quiet)
+            return mine(x)
+
+        got, verdict = call_student(exercise, run, case=description, who="your module",
+                                    todo="replace `raise NotImplementedError` in forward with your code", quiet=quiet)
+        if verdict is not None:
+            return verdict
+        outputs.append(got)
     failure = _compare_norms(exercise, outputs, cases, quiet)
     if failure is not None:
         return failure
@@ -181,13 +180,10 @@ def check_fixed_norm(student_fn, quiet: bool = False):
     cases = _norm_cases()
     outputs = []
     for description, x, weight, bias, eps in cases:
-        try:
-            outputs.append(student_fn(x, weight, bias, eps))
-        except NotImplementedError:
-            return not_attempted(exercise, quiet=quiet)
-        except Exception as exc:  # the student's code crashed
-            return report(exercise, FAILED, f"on case '{description}' your function raised {type(exc).__name__}: {exc}",
-                          quiet)
+        got, verdict = call_student(exercise, student_fn, (x, weight, bias, eps), case=description, quiet=quiet)
+        if verdict is not None:
+            return verdict
+        outputs.append(got)
     unchanged = all(
         _matches(got, articles_norm(x, w, b, e))
         for got, (_, x, w, b, e) in zip(outputs, cases, strict=True)
@@ -222,7 +218,7 @@ def check_ffn_parameter_count(answer, quiet: bool = False):
         d_model * d_ff + d_ff: "that is the first linear layer only; the block has two (d_model -> d_ff -> d_model)",
     }
     if answer in known:
-        return report(exercise, FAILED, f"expected {expected}, got {answer}: {known[answer]}.", quiet)
+        return report(exercise, FAILED, f"{answer} is not right: {known[answer]}.", quiet)
     hint = "Count W_1 (d_model x d_ff), b_1 (d_ff), W_2 (d_ff x d_model) and b_2 (d_model)."
     return check_answer(exercise, answer, expected, hint=hint, quiet=quiet)
 
@@ -273,13 +269,9 @@ def check_pre_norm_sublayer(student_fn, quiet: bool = False):
     layer, cases = _wrapper_cases()
     with torch.no_grad():
         for description, args in cases:
-            try:
-                got = student_fn(*args)
-            except NotImplementedError:
-                return not_attempted(exercise, quiet=quiet)
-            except Exception as exc:  # the student's code crashed
-                return report(exercise, FAILED,
-                              f"on case '{description}' your function raised {type(exc).__name__}: {exc}", quiet)
+            got, verdict = call_student(exercise, student_fn, args, case=description, quiet=quiet)
+            if verdict is not None:
+                return verdict
             difference = describe_difference(got, _reference_pre_norm(*args), atol=ATOL)
             if difference:
                 for message, wrong in _WRAPPER_MISTAKES:

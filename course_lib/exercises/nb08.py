@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import torch
 
-from course_lib.exercises import FAILED, PASSED, check_answer, describe_difference, not_attempted, report
+from course_lib.exercises import FAILED, PASSED, call_student, check_answer, describe_difference, not_attempted, report
 from course_lib.layers import EncoderLayer
 from course_lib.masks import padding_mask
 
@@ -125,13 +125,10 @@ def check_post_norm_layer(student_fn, quiet: bool = False):
     cases = _layer_cases()
     for number, (description, d_model, n_heads, d_ff, x, mask, training) in enumerate(cases):
         layer = _make_layer(d_model, n_heads, d_ff, seed=number)
-        try:
-            got = _run(student_fn, layer, x, mask, training, seed=100 + number)
-        except NotImplementedError:
-            return not_attempted("08.2", quiet=quiet)
-        except Exception as exc:  # report any crash of the student's code
-            return report("08.2", FAILED, f"on case '{description}' your function raised {type(exc).__name__}: {exc}",
-                          quiet)
+        got, verdict = call_student("08.2", _run, (student_fn, layer, x, mask, training, 100 + number),
+                                    case=description, quiet=quiet)
+        if verdict is not None:
+            return verdict
         expected = _run(lambda parts, x, m: parts(x, m), layer, x, mask, training, seed=100 + number)
         difference = describe_difference(got, expected, atol=ATOL)
         if not difference:
@@ -157,11 +154,12 @@ def check_post_norm_layer(student_fn, quiet: bool = False):
 
 SHAPES_QUESTION = {"batch": 16, "src_len": 23, "d_model": 128, "n_heads": 8, "n_layers": 6, "d_ff": 512}
 _EXPECTED_SHAPES = (
-    ("the padding mask", (16, 1, 1, 23), "(batch, 1, 1, src_len): one row of keys, broadcast over heads and queries"),
-    ("one layer's attention weights", (16, 8, 23, 23), "(batch, n_heads, q_len, k_len), and in self-attention "
-                                                       "q_len = k_len = src_len"),
-    ("the encoder output (memory)", (16, 23, 128), "(batch, src_len, d_model): every layer keeps the shape; "
-                                                   "n_layers and d_ff do not appear"),
+    ("the padding mask", (16, 1, 1, 23), "the mask holds one True/False per key, and two dimensions of size 1 "
+                                         "so that it broadcasts over the heads and over the queries"),
+    ("one layer's attention weights", (16, 8, 23, 23), "every head has its own map, with one row per query and one "
+                                                       "column per key; in self-attention both are source positions"),
+    ("the encoder output (memory)", (16, 23, 128), "every encoder layer returns a tensor of the shape it received: "
+                                                   "n_layers and d_ff do not appear in it"),
 )
 
 
@@ -179,5 +177,5 @@ def check_shapes(answer, quiet: bool = False):
         except (TypeError, ValueError):
             return report("08.3", FAILED, f"the shape of {what} should be a tuple of ints, got {got!r}", quiet)
         if got != expected:
-            return report("08.3", FAILED, f"the shape of {what}: expected {expected}, got {got}. It is {why}.", quiet)
+            return report("08.3", FAILED, f"the shape of {what}: {got} is not right. Hint: {why}.", quiet)
     return report("08.3", PASSED, "all three shapes are right.", quiet)

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import torch
 
-from course_lib.exercises import FAILED, PASSED, describe_difference, not_attempted, report
+from course_lib.exercises import FAILED, PASSED, call_student, describe_difference, not_attempted, report
 from course_lib.model import Transformer, TransformerConfig
 from course_lib.tokenization import BOS_ID, EOS_ID
 
@@ -74,13 +74,9 @@ def check_shift_right(student_fn, quiet: bool = False):
     exercise = "09.1"
     cases = _shift_cases()
     for description, ids in cases:
-        try:
-            result = student_fn(ids.clone())
-        except NotImplementedError:
-            return not_attempted(exercise, quiet=quiet)
-        except Exception as exc:  # the student's code crashed: say on which input
-            return report(exercise, FAILED, f"on case {description} your function raised {type(exc).__name__}: {exc}",
-                          quiet)
+        result, verdict = call_student(exercise, student_fn, (ids.clone(),), case=description, quiet=quiet)
+        if verdict is not None:
+            return verdict
         if not isinstance(result, (tuple, list)) or len(result) != 2:
             return report(exercise, FAILED, f"on case {description}: return two things, (decoder_input, labels).",
                           quiet)
@@ -212,13 +208,10 @@ def check_greedy_step(student_fn, quiet: bool = False):
     with torch.no_grad():
         memory = model.encode(src)  # (batch, src_len, d_model)
         for description, tokens in prefixes:
-            try:
-                got = student_fn(model, memory, src, tokens.clone())
-            except NotImplementedError:
-                return not_attempted(exercise, quiet=quiet)
-            except Exception as exc:  # the student's code crashed: say on which input
-                return report(exercise, FAILED, f"on case '{description}' your function raised "
-                              f"{type(exc).__name__}: {exc}", quiet)
+            got, verdict = call_student(exercise, student_fn, (model, memory, src, tokens.clone()), case=description,
+                                        quiet=quiet)
+            if verdict is not None:
+                return verdict
             expected = reference_greedy_step(model, memory, src, tokens)
             if not isinstance(got, torch.Tensor):
                 return report(exercise, FAILED, f"on case '{description}': return a tensor of token ids "

@@ -18,7 +18,7 @@ import math
 import torch
 
 from course_lib.data import padding_fraction
-from course_lib.exercises import FAILED, PASSED, describe_difference, not_attempted, report
+from course_lib.exercises import FAILED, PASSED, call_student, describe_difference, not_attempted, report
 from course_lib.losses import smoothed_target_distribution
 from course_lib.schedule import noam_lr
 
@@ -70,13 +70,9 @@ def check_warmup_lr(student_fn, quiet: bool = False):
     exercise = "10.1"
     cases = _lr_cases()
     for description, args in cases:
-        try:
-            got = student_fn(*args)
-        except NotImplementedError:
-            return not_attempted(exercise, quiet=quiet)
-        except Exception as exc:  # the student's code crashed: say on which input
-            return report(exercise, FAILED, f"on case '{description}' your function raised {type(exc).__name__}: {exc}",
-                          quiet)
+        got, verdict = call_student(exercise, student_fn, args, case=description, quiet=quiet)
+        if verdict is not None:
+            return verdict
         if isinstance(got, torch.Tensor) and got.numel() == 1:
             got = float(got)
         if isinstance(got, bool) or not isinstance(got, (int, float)):
@@ -133,13 +129,10 @@ def check_smoothed_targets(student_fn, quiet: bool = False):
     cases = _smoothing_cases()
     for description, args in cases:
         target, num_classes, smoothing, pad_id = args
-        try:
-            got = student_fn(target.clone(), num_classes, smoothing, pad_id)
-        except NotImplementedError:
-            return not_attempted(exercise, quiet=quiet)
-        except Exception as exc:  # the student's code crashed: say on which input
-            return report(exercise, FAILED, f"on case '{description}' your function raised {type(exc).__name__}: {exc}",
-                          quiet)
+        got, verdict = call_student(exercise, student_fn, (target.clone(), num_classes, smoothing, pad_id),
+                                    case=description, quiet=quiet)
+        if verdict is not None:
+            return verdict
         if not isinstance(got, torch.Tensor):
             return report(exercise, FAILED, f"on case '{description}': return a tensor, got {type(got).__name__}.",
                           quiet)
@@ -201,13 +194,9 @@ def check_batch_padding_fraction(student_fn, quiet: bool = False):
     exercise = "10.3"
     cases = _padding_cases()
     for description, args in cases:
-        try:
-            got = student_fn(list(args[0]))
-        except NotImplementedError:
-            return not_attempted(exercise, quiet=quiet)
-        except Exception as exc:  # the student's code crashed: say on which input
-            return report(exercise, FAILED, f"on case '{description}' your function raised {type(exc).__name__}: {exc}",
-                          quiet)
+        got, verdict = call_student(exercise, student_fn, (list(args[0]),), case=description, quiet=quiet)
+        if verdict is not None:
+            return verdict
         if isinstance(got, torch.Tensor) and got.numel() == 1:
             got = float(got)
         if isinstance(got, bool) or not isinstance(got, (int, float)):

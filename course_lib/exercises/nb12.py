@@ -12,10 +12,11 @@ square root, a forgotten component of the model, a rotation in the wrong directi
 from __future__ import annotations
 
 import math
+from functools import lru_cache
 
 import torch
 
-from course_lib.exercises import FAILED, PASSED, describe_difference, not_attempted, report
+from course_lib.exercises import FAILED, PASSED, call_student, describe_difference, report
 from course_lib.model import Transformer, TransformerConfig
 
 # ----------------------------------------------------------------------------------------------
@@ -82,13 +83,11 @@ def check_rms_norm(student_fn, quiet: bool = False):
     cases = _rms_cases()
     outputs = []
     for description, x, weight, eps in cases:
-        try:
-            outputs.append(student_fn(x.clone(), weight.clone(), eps))
-        except NotImplementedError:
-            return not_attempted(exercise, quiet=quiet)
-        except Exception as exc:  # the student's code crashed: say on which input
-            return report(exercise, FAILED, f"on case '{description}' your function raised {type(exc).__name__}: {exc}",
-                          quiet)
+        got, verdict = call_student(exercise, student_fn, (x.clone(), weight.clone(), eps), case=description,
+                                    quiet=quiet)
+        if verdict is not None:
+            return verdict
+        outputs.append(got)
     for got, (description, x, weight, eps) in zip(outputs, cases, strict=True):
         difference = describe_difference(got, reference_rms_norm(x, weight, eps), atol=1e-6, rtol=1e-4)
         if difference:
@@ -102,9 +101,24 @@ def check_rms_norm(student_fn, quiet: bool = False):
 # 12.2 the parameter count of a config
 # ----------------------------------------------------------------------------------------------
 
-PARAMETER_CONFIGS = [
-    ("the course's default sizes, vocabularies 855 / 515",
-     TransformerConfig(src_vocab_size=855, tgt_vocab_size=515)),
+@lru_cache(maxsize=1)
+def course_vocab_sizes() -> tuple[int, int]:
+    """(German, English) vocabulary sizes of the course's translator: ``build_vocabs`` on the training split,
+    as notebook 10 builds them (computed, so that they follow the corpus)."""
+    from course_lib.data import build_vocabs, load_toy_corpus
+
+    src_vocab, tgt_vocab = build_vocabs(load_toy_corpus("train"))
+    return len(src_vocab), len(tgt_vocab)
+
+
+def parameter_configs() -> list[tuple[str, TransformerConfig]]:
+    """The (description, config) cases of exercise 12.2; the first uses the course's own vocabulary sizes."""
+    src_size, tgt_size = course_vocab_sizes()
+    return [(f"the course's default sizes, vocabularies {src_size} / {tgt_size}",
+             TransformerConfig(src_vocab_size=src_size, tgt_vocab_size=tgt_size)), *_OTHER_PARAMETER_CONFIGS]
+
+
+_OTHER_PARAMETER_CONFIGS = [
     ("d_model 32, 2 heads, 1 + 3 layers, d_ff 48, vocabularies 100 / 80",
      TransformerConfig(src_vocab_size=100, tgt_vocab_size=80, d_model=32, n_heads=2, n_encoder_layers=1,
                        n_decoder_layers=3, d_ff=48)),
@@ -165,14 +179,11 @@ def _parameter_hint(got: int, expected: int, config: TransformerConfig) -> str:
 def check_parameter_count(student_fn, quiet: bool = False):
     """12.2: ``count_parameters(config)`` equals ``Transformer(config).num_parameters()`` on several configs."""
     exercise = "12.2"
-    for description, config in PARAMETER_CONFIGS:
-        try:
-            got = student_fn(config)
-        except NotImplementedError:
-            return not_attempted(exercise, quiet=quiet)
-        except Exception as exc:  # the student's code crashed: say on which config
-            return report(exercise, FAILED, f"on config '{description}' your function raised "
-                          f"{type(exc).__name__}: {exc}", quiet)
+    configs = parameter_configs()
+    for description, config in configs:
+        got, verdict = call_student(exercise, student_fn, (config,), case=description, quiet=quiet)
+        if verdict is not None:
+            return verdict
         if isinstance(got, torch.Tensor) and got.numel() == 1:
             got = got.item()
         if isinstance(got, float) and got.is_integer():
@@ -185,7 +196,7 @@ def check_parameter_count(student_fn, quiet: bool = False):
             hint = _parameter_hint(got, expected, config)
             return report(exercise, FAILED, f"on config '{description}': expected {expected:,} parameters, "
                           f"got {got:,}.{hint}", quiet)
-    return report(exercise, PASSED, f"all {len(PARAMETER_CONFIGS)} configs agree with Transformer(config)"
+    return report(exercise, PASSED, f"all {len(configs)} configs agree with Transformer(config)"
                   ".num_parameters().", quiet)
 
 
@@ -195,30 +206,33 @@ def check_parameter_count(student_fn, quiet: bool = False):
 
 
 def reference_rotate_pair(pair: torch.Tensor, positions: torch.Tensor, theta: float) -> torch.Tensor:
-    """Rotate each 2-vector ``pair[i]`` ``(seq, 2)`` counter-clockwise by the angle ``positions[i] * theta``."""
+    """Rotate each 2-vector ``pair[i]`` ``(seq, 2)`` by the angle ``positions[i] * theta`` in the direction of
+    notebook 03's R(k): ``(x, y) -> (x cos + y sin, -x sin + y cos)``, the block [[cos, sin], [-sin, cos]]
+    that maps the pair (sin a, cos a) of PE(p) to the pair (sin(a + b), cos(a + b)) of PE(p + k)."""
     angle = positions.to(pair.dtype) * theta  # (seq,)
     cos, sin = angle.cos(), angle.sin()
     x, y = pair[:, 0], pair[:, 1]
-    return torch.stack([x * cos - y * sin, x * sin + y * cos], dim=-1)  # (seq, 2)
+    return torch.stack([x * cos + y * sin, -x * sin + y * cos], dim=-1)  # (seq, 2)
 
 
 _ROPE_MISTAKES = [
-    ("your rotation goes the wrong way (clockwise): use (x cos - y sin, x sin + y cos)",
+    ("your rotation goes the other way (x cos - y sin, x sin + y cos). The course's RoPE turns each pair like "
+     "notebook 03's R(k), the block [[cos, sin], [-sin, cos]]: (x cos + y sin, -x sin + y cos)",
      lambda p, pos, th: reference_rotate_pair(p, pos, -th)),
     ("the angle must be position * theta; you rotate every position by theta alone",
      lambda p, pos, th: reference_rotate_pair(p, torch.ones_like(pos), th)),
     ("you treat the angle as degrees; torch.cos and torch.sin take radians, and the angle is position * theta",
      lambda p, pos, th: reference_rotate_pair(p, pos, math.radians(th))),
     ("you swapped cos and sin",
-     lambda p, pos, th: torch.stack([p[:, 0] * (pos * th).sin() - p[:, 1] * (pos * th).cos(),
-                                     p[:, 0] * (pos * th).cos() + p[:, 1] * (pos * th).sin()], dim=-1)),
+     lambda p, pos, th: torch.stack([p[:, 0] * (pos * th).sin() + p[:, 1] * (pos * th).cos(),
+                                     -p[:, 0] * (pos * th).cos() + p[:, 1] * (pos * th).sin()], dim=-1)),
 ]
 
 
 def _rope_cases():
     g = torch.Generator().manual_seed(3)
     return [
-        ("(1, 0) at position 1 with theta = pi/2 -> (0, 1)", torch.tensor([[1.0, 0.0]], dtype=torch.float64),
+        ("(1, 0) at position 1 with theta = pi/2", torch.tensor([[1.0, 0.0]], dtype=torch.float64),
          torch.tensor([1]), math.pi / 2),
         ("position 0 leaves the pair unchanged", torch.tensor([[0.3, -1.2]], dtype=torch.float64),
          torch.tensor([0]), 0.7),
@@ -230,17 +244,14 @@ def _rope_cases():
 
 
 def check_rotate_pair(student_fn, quiet: bool = False):
-    """12.3: ``rotate_pair(pair, positions, theta)`` rotates each (x, y) by position * theta (counter-clockwise)."""
+    """12.3: ``rotate_pair(pair, positions, theta)`` rotates each (x, y) by position * theta like notebook 03's R(k)."""
     exercise = "12.3"
     cases = _rope_cases()
     for description, pair, positions, theta in cases:
-        try:
-            got = student_fn(pair.clone(), positions.clone(), theta)
-        except NotImplementedError:
-            return not_attempted(exercise, quiet=quiet)
-        except Exception as exc:  # the student's code crashed: say on which input
-            return report(exercise, FAILED, f"on case '{description}' your function raised {type(exc).__name__}: {exc}",
-                          quiet)
+        got, verdict = call_student(exercise, student_fn, (pair.clone(), positions.clone(), theta), case=description,
+                                    quiet=quiet)
+        if verdict is not None:
+            return verdict
         expected = reference_rotate_pair(pair, positions, theta)
         difference = describe_difference(got, expected, atol=1e-6)
         if difference:

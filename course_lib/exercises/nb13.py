@@ -12,18 +12,20 @@ from __future__ import annotations
 import torch
 
 from course_lib.diagnosis import compare_with_course
-from course_lib.exercises import FAILED, PASSED, not_attempted, report
+from course_lib.exercises import FAILED, PASSED, call_student, not_attempted, report
 from course_lib.model import TransformerConfig
 
 
 def check_fixed_layer_norm(layer_norm_class, quiet: bool = False):
     """13.1: ``layer_norm_class(d_model)`` must normalise exactly like ``nn.LayerNorm``."""
-    try:
-        layer_norm_class(4)(torch.randn(2, 4))
-    except NotImplementedError:
-        return not_attempted("13.1", quiet=quiet)
-    except Exception as error:  # the student's class crashed: say how
-        return report("13.1", FAILED, f"your class raised {type(error).__name__}: {error}", quiet)
+    module, verdict = call_student("13.1", layer_norm_class, (4,), case="RepairedLayerNorm(4)", who="your class",
+                                   quiet=quiet)
+    if verdict is not None:
+        return verdict
+    _, verdict = call_student("13.1", module, (torch.randn(2, 4),), case="a (2, 4) input", who="your forward",
+                              quiet=quiet)
+    if verdict is not None:
+        return verdict
     finding = compare_with_course("layer_norm", layer_norm_class)
     if finding.ok:
         return report("13.1", PASSED, "your LayerNorm keeps its contract and equals nn.LayerNorm.", quiet)

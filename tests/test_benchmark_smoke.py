@@ -55,3 +55,17 @@ def test_benchmark_models_compute_the_same_function():
         src, tgt = benchmark.make_batches(1, 3, 30, 20)[0]
         real = tgt != 0
         torch.testing.assert_close(ours(src, tgt)[real], ref(src, tgt)[real], atol=1e-5, rtol=0)
+
+
+def test_your_parts_speed_benchmark_runs(capsys):
+    spec = importlib.util.spec_from_file_location("your_parts_speed", SCRIPT.parent / "your_parts_speed.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    threads = torch.get_num_threads()
+    try:
+        result = module.main(["--parts-dir", str(SCRIPT.parents[1] / "notebooks"), "--rounds", "1", "--block", "1",
+                              "--train-pairs", "200"])
+    finally:
+        torch.set_num_threads(threads)
+    assert result["yours"] > 0 and result["course_lib"] > 0
+    assert "yours/course_lib" in capsys.readouterr().out

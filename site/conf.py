@@ -45,6 +45,9 @@ nb_execution_mode = "off"
 nb_merge_streams = True
 # Widget state is dropped when notebooks are regenerated; never load the widget manager from a CDN.
 nb_ipywidgets_js = {}
+# Without stored widget state a widget output would render as an empty box: show its static picture
+# (the attention explorer of notebook 11 stores one next to the widget) instead.
+nb_mime_priority_overrides = [("html", "application/vnd.jupyter.widget-view+json", None)]
 myst_enable_extensions = ["dollarmath", "amsmath", "colon_fence", "html_image"]
 myst_heading_anchors = 3
 suppress_warnings = ["mystnb.unknown_mime_type"]

@@ -351,12 +351,12 @@ class Explorer:
         self.kind = w.Dropdown(options=list(KINDS), value="cross-attention", description="attention:")
         self.layer = w.Dropdown(options=[], value=None, description="layer:")  # the last layer once translated
         self.head = w.Dropdown(options=[MEAN], value=MEAN, description="head:")
-        self.attention_image = w.Image(format="png")
+        self.attention_image = w.Image(format="png", layout=w.Layout(max_width="760px"))
         self.step = w.IntSlider(value=1, min=1, max=1, description="step:", continuous_update=False)
         self.play = w.Play(value=1, min=1, max=1, interval=900, description="play")
         w.jslink((self.play, "value"), (self.step, "value"))
         self.step_info = w.HTML()
-        self.step_image = w.Image(format="png")
+        self.step_image = w.Image(format="png", layout=w.Layout(max_width="760px"))
 
         attention_tab = w.VBox([w.HBox([self.kind, self.layer, self.head]), self.attention_image])
         step_tab = w.VBox([w.HBox([self.play, self.step]), self.step_info, self.step_image])

@@ -17,6 +17,7 @@ the one here; later notebooks import the finished piece. Modules:
 - ``distributed``: DistributedDataParallel helpers (``torchrun``)
 - ``train``, ``translate``: the command lines (``python -m course_lib.train`` / ``.translate``)
 - ``plotting``, ``diagrams``, ``exercises``: figures and the self-checking exercises of the notebooks
+- ``explorer``: the interactive attention explorer of a trained model (ipywidgets)
 """
 
 __version__ = "0.1.0"

@@ -183,3 +183,17 @@ def test_display_bundle_has_widget_and_static_picture(explorer):
     assert bundle["application/vnd.jupyter.widget-view+json"]["model_id"] == explorer.widget.model_id
     assert base64.b64decode(bundle["image/png"]).startswith(PNG)
     assert "Attention explorer" in bundle["text/plain"]
+
+
+def test_notebook_11_stores_the_widget_and_its_static_picture():
+    """Where no widget front end runs (nbval, the website, GitHub) the stored picture is what readers see."""
+    import json
+    from pathlib import Path
+
+    notebook = Path(__file__).resolve().parent.parent / "notebooks" / "11_decoding_and_attention.ipynb"
+    cells = [c for c in json.loads(notebook.read_text(encoding="utf-8"))["cells"]
+             if c["cell_type"] == "code" and "Explorer(" in "".join(c["source"])]
+    assert len(cells) == 1, "notebook 11 must create the explorer in exactly one cell"
+    (output,) = cells[0]["outputs"]
+    assert {"application/vnd.jupyter.widget-view+json", "image/png", "text/plain"} <= set(output["data"])
+    assert base64.b64decode(output["data"]["image/png"]).startswith(PNG)

@@ -248,7 +248,7 @@ def analyze(
 
 
 def attention_figure(analysis: Analysis, kind: str = "cross-attention", layer: int = -1, head: int | None = None,
-                     upto_step: int | None = None) -> Figure:
+                     upto_step: int | None = None, title: str | None = None) -> Figure:
     """Heatmap of one attention map of an analysed sentence.
 
     Args:
@@ -257,6 +257,7 @@ def attention_figure(analysis: Analysis, kind: str = "cross-attention", layer: i
         layer: layer index; negative counts from the last layer.
         head: head index, or None for the mean over heads.
         upto_step: for decoder maps, show only the rows of the first ``upto_step`` decoding steps.
+        title: a first title line (e.g. the sentence) above the one naming the map.
 
     Returns:
         The Figure (from :func:`course_lib.plotting.plot_attention`).
@@ -268,8 +269,8 @@ def attention_figure(analysis: Analysis, kind: str = "cross-attention", layer: i
     if upto_step is not None and KINDS[kind][0] == "decoder":
         weights, rows = weights[:upto_step], rows[:upto_step]
     which = MEAN if head is None else f"head {head}"
-    return plot_attention(weights, query_tokens=rows, key_tokens=cols,
-                          title=f"{kind.capitalize()}, layer {layer_index}, {which}")
+    name = f"{kind.capitalize()}, layer {layer_index}, {which}"
+    return plot_attention(weights, query_tokens=rows, key_tokens=cols, title=f"{title}\n{name}" if title else name)
 
 
 def _png(fig: Figure) -> bytes:
@@ -463,9 +464,8 @@ class Explorer:
     # --- display -----------------------------------------------------------------------------------------
     def static_figure(self) -> Figure:
         """A picture of the current state: the chosen attention heatmap titled with the translation."""
-        fig = attention_figure(self.analysis, self.kind.value, self.layer.value, self._head())
-        fig.suptitle(f"{self.analysis.sentence}\n→ {self.analysis.translation}", fontsize="medium", y=1.02)
-        return fig
+        return attention_figure(self.analysis, self.kind.value, self.layer.value, self._head(),
+                                title=f"{self.analysis.sentence}\n→ {self.analysis.translation}")
 
     def _repr_mimebundle_(self, include=None, exclude=None) -> dict:
         """The widget for front ends that run widgets, a PNG of the current state for all others."""

@@ -24,12 +24,28 @@ SKIP_MESSAGE = (
 
 
 def find_browser() -> tuple[str, str] | None:
-    """Return ``(browser, driver)`` executables, or None when either is missing."""
+    """Return ``(browser, driver)`` executables, or None when either is missing.
+
+    ``COURSE_CHROMIUM`` and ``COURSE_CHROMEDRIVER`` name them explicitly (searched on PATH otherwise).
+    """
     browser = os.environ.get("COURSE_CHROMIUM") or next(filter(None, map(shutil.which, BROWSERS)), None)
     driver = os.environ.get("COURSE_CHROMEDRIVER") or shutil.which("chromedriver")
-    if not browser or not driver:
+    if not browser or not driver or not all(os.access(p, os.X_OK) for p in (browser, driver)):
         return None
     return browser, driver
+
+
+def skip_without_browser() -> None:
+    """Skip the calling test when no browser is installed; fail instead where one is required.
+
+    ``.ci/run`` sets ``COURSE_REQUIRE_BROWSER=1`` in CI after installing Chromium, so a browser that
+    went missing there fails the run instead of silently skipping the browser tests.
+    """
+    if find_browser() is not None:
+        return
+    if os.environ.get("COURSE_REQUIRE_BROWSER") == "1":
+        pytest.fail("COURSE_REQUIRE_BROWSER=1 but " + SKIP_MESSAGE.removeprefix("no headless browser found: "))
+    pytest.skip(SKIP_MESSAGE)
 
 
 @contextmanager
@@ -40,9 +56,8 @@ def headless_chromium(width: int = 1280, height: int = 900):
         width: window width in pixels.
         height: window height in pixels.
     """
+    skip_without_browser()
     found = find_browser()
-    if found is None:
-        pytest.skip(SKIP_MESSAGE)
     try:
         from selenium import webdriver
         from selenium.webdriver.chrome.service import Service

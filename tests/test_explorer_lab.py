@@ -20,7 +20,7 @@ import urllib.request
 from pathlib import Path
 
 import pytest
-from chromium import find_browser, headless_chromium
+from chromium import headless_chromium, skip_without_browser
 
 ROOT = Path(__file__).resolve().parent.parent
 CELL = "from course_lib.explorer import Explorer\n\nExplorer.from_checkpoint()"
@@ -47,9 +47,7 @@ def _wait_for(predicate, timeout: float, what: str, interval: float = 0.25):
 @pytest.fixture()
 def jupyterlab(tmp_path):
     """A JupyterLab server serving ``tmp_path/work``; yields (base URL, token)."""
-    if find_browser() is None:
-        pytest.skip("no headless browser found: install Chromium and its WebDriver "
-                    "(Debian/Ubuntu: `apt-get install chromium chromium-driver`) to run this test")
+    skip_without_browser()  # before starting JupyterLab: nothing to look at without a browser
     work = tmp_path / "work"
     work.mkdir()
     notebook = {

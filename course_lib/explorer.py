@@ -43,7 +43,7 @@ from torch import nn
 from .decoding import beam_search, greedy_decode, length_penalty, output_lengths, sequence_log_probs
 from .model import record_attention
 from .plotting import plot_attention
-from .tokenization import Tokenizer, Vocab
+from .tokenization import Tokenizer, Vocab, detokenize
 
 DEFAULT_SENTENCE = "Die Katze schläft, weil der Hund den Ball gefunden hat."
 SHIPPED_CHECKPOINT = Path(__file__).resolve().parent.parent / "data" / "checkpoints" / "toy_de_en.pt"
@@ -106,8 +106,6 @@ class Analysis:
     @property
     def translation(self) -> str:
         """The greedy translation as one string."""
-        from .tokenization import detokenize
-
         return detokenize([t for t in self.out_tokens if t != "<eos>"])
 
     @property
@@ -330,7 +328,8 @@ class Explorer:
 
     Attributes (the widgets, for scripting and tests): ``sentence``, ``translate``, ``summary``, ``kind``,
     ``layer``, ``head``, ``attention_image``, ``step``, ``play``, ``step_info``, ``step_image``, ``status``;
-    ``widget`` is the whole box and ``analysis`` the current :class:`Analysis`.
+    ``widget`` is the whole box, ``analysis`` the current :class:`Analysis` and ``error`` why the last
+    sentence could not be translated (None when it could).
     """
 
     def __init__(self, model: nn.Module, src_vocab: Vocab, tgt_vocab: Vocab, tokenizer: Callable[[str], list[str]],
@@ -342,6 +341,7 @@ class Explorer:
         self.model, self.src_vocab, self.tgt_vocab, self.tokenizer = model, src_vocab, tgt_vocab, tokenizer
         self.beam_size, self.length_penalty_alpha = beam_size, length_penalty_alpha
         self.analysis: Analysis | None = None
+        self.error: str | None = None  # why the last sentence could not be translated (None: it could)
         self._refreshing = False
 
         self.sentence = w.Text(value=sentence, description="German:", continuous_update=False,
@@ -374,7 +374,7 @@ class Explorer:
         self.step.observe(self._on_step, names="value")
         self._on_translate()
         if self.analysis is None:
-            raise ValueError(f"the starting sentence cannot be translated: {self.status.value}")
+            raise ValueError(f"the starting sentence cannot be translated: {self.error}")
 
     @classmethod
     def from_checkpoint(cls, path: str | os.PathLike | None = None, **kwargs) -> Explorer:
@@ -399,8 +399,10 @@ class Explorer:
             analysis = analyze(self.model, self.sentence.value, self.src_vocab, self.tgt_vocab, self.tokenizer,
                                self.beam_size, self.length_penalty_alpha)
         except (ValueError, TypeError) as error:
-            self.status.value = f"<span style='color:#c0392b'>{html.escape(str(error))}</span>"
+            self.error = str(error)
+            self.status.value = f"<span style='color:#c0392b'>{html.escape(self.error)}</span>"
             return
+        self.error = None
         self.status.value = ""
         self.analysis = analysis
         self.summary.value = summary_html(analysis)

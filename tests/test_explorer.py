@@ -137,7 +137,7 @@ def test_explorer_starts_with_its_sentence(explorer):
     assert list(explorer.head.options) == [MEAN, 0, 1, 2, 3] and explorer.head.value == MEAN
 
 
-def test_typing_a_sentence_retranslates(explorer):
+def test_typing_a_sentence_retranslates(explorer, trained):
     explorer.sentence.value = "Der Mann sieht den Elefanten."
     assert explorer.analysis.sentence == "Der Mann sieht den Elefanten."
     assert explorer.analysis.unknown == ["Elefanten"]
@@ -145,10 +145,12 @@ def test_typing_a_sentence_retranslates(explorer):
     assert explorer.step.max == len(explorer.analysis.out_tokens) == explorer.step.value
     before = explorer.analysis
     explorer.sentence.value = ""  # an error is shown; the last analysis stays
-    assert "no tokens" in explorer.status.value and explorer.analysis is before
+    assert "no tokens" in explorer.status.value and "no tokens" in explorer.error and explorer.analysis is before
     explorer.sentence.value = SENTENCE
     explorer.translate.click()
     assert explorer.status.value == "" and explorer.analysis.sentence == SENTENCE
+    with pytest.raises(ValueError, match="starting sentence cannot be translated: sentence has no tokens"):
+        Explorer(*trained, sentence="")
 
 
 def test_choosing_kind_layer_and_head_redraws(explorer):

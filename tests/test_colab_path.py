@@ -134,6 +134,7 @@ def _run_in_runtime(runtime: dict, code: str) -> subprocess.CompletedProcess:
 def test_notebook_runs_the_colab_way(name, tmp_path, monkeypatch):
     _git_checkout_or_skip()
     runtime = _make_colab_like_runtime(tmp_path)
+    assert not runtime["content"].resolve().is_relative_to(ROOT), "the working directory must be outside the repository"
 
     # The fresh runtime is what Colab gives: google.colab present; course_lib and sacrebleu absent.
     probe = _run_in_runtime(runtime, (

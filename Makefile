@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: lab test setup lint regenerate slides benchmark clean
+.PHONY: lab test setup lint regenerate slides site benchmark clean
 
 $(STAMP): requirements.txt pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -35,6 +35,10 @@ regenerate: $(STAMP)
 ## Build reveal.js slides for every notebook into build/slides/.
 slides: $(STAMP)
 	$(BIN)/python scripts/build_slides.py notebooks/*.ipynb
+
+## Build the course website into build/site/ from the committed notebooks (no execution, no network).
+site: $(STAMP)
+	$(BIN)/python scripts/build_site.py
 
 benchmark: $(STAMP)
 	$(BIN)/python benchmarks/throughput.py

@@ -21,6 +21,7 @@ the one here; later notebooks import the finished piece. Modules:
   into a full model, the ``%%my_part`` magic that saves them, "find my bug")
 - ``plotting`` (package: ``style``, ``heatmaps``, ``attention``, ``masks``, ``distributions``, ``lines``,
   ``bars``), ``diagrams``, ``exercises``: figures and the self-checking exercises of the notebooks
+- ``explorer``: the interactive attention explorer of a trained model (ipywidgets)
 """
 
 __version__ = "0.1.0"

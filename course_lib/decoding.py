@@ -273,6 +273,7 @@ def beam_search(
     pad_id: int = PAD_ID,
     return_attention: bool = False,
     use_cache: bool | None = None,
+    return_all: bool = False,
 ):
     """Beam search for a whole batch at once (``batch * beam_size`` rows decoded together).
 
@@ -285,14 +286,20 @@ def beam_search(
         bos_id, eos_id, pad_id: special token ids.
         return_attention: also return the cross-attention of the chosen outputs.
         use_cache: key/value cache; None = use it when the model is a course ``Transformer``.
+        return_all: return every final hypothesis instead of the chosen one (see Returns).
 
     Returns:
         ``(tokens, log_probs)``: the chosen outputs ``(batch, out_len)`` (without ``<bos>``, ``<pad>``
         after ``<eos>``) and their summed log-probabilities ``(batch,)``; with ``return_attention``,
-        ``(tokens, log_probs, attention_dict)``.
+        ``(tokens, log_probs, attention_dict)``. With ``return_all``: ``(hypotheses, log_probs)``, all
+        ``beam_size`` final hypotheses ``(batch, beam_size, out_len)`` ranked by log-probability and their
+        summed log-probabilities ``(batch, beam_size)`` (``-inf`` for a slot that never held a hypothesis);
+        the chosen output is the one with the best ``log_prob / length_penalty(length, alpha)``.
     """
     if beam_size < 1:
         raise ValueError(f"beam_size must be >= 1, got {beam_size}")
+    if return_all and return_attention:
+        raise ValueError("return_all and return_attention cannot be combined: pick one hypothesis for attention")
     model = _unwrap(model)
     batch, k = src.size(0), beam_size
     limits = output_limits(model, src, max_len, pad_id).repeat_interleave(k)  # (batch * k,)
@@ -319,6 +326,8 @@ def beam_search(
             if bool(finished.all()):
                 break
     hypotheses = tokens[:, 1:].view(batch, k, -1)  # (batch, k, out_len)
+    if return_all:
+        return hypotheses, scores
     normalized = scores / length_penalty(output_lengths(hypotheses, pad_id), length_penalty_alpha)
     best = normalized.argmax(dim=-1)  # (batch,)
     output = hypotheses[torch.arange(batch, device=src.device), best]  # (batch, out_len)

@@ -4,6 +4,9 @@ The address lives in one place, ``[project.urls] Repository`` in pyproject.toml.
     * in its first (markdown) cell, a line holding the "Open in Colab" badge, and
     * a code cell tagged ``colab-setup`` that, on Google Colab only, clones the course and installs
       ``course_lib`` (so the data and the shipped checkpoint are there too); elsewhere it does nothing.
+      ``tests/test_colab_path.py`` runs that cell as Colab would, with ``COURSE_COLAB_DIR`` naming a
+      temporary folder instead of ``/content/...`` and git's ``url.<base>.insteadOf`` pointing the
+      clone at the local checkout.
 This script rewrites both from the templates below.
 
 Usage:
@@ -33,7 +36,7 @@ if "google.colab" in sys.modules:
     import os
     import subprocess
 
-    course_dir = "/content/{name}"
+    course_dir = os.environ.get("COURSE_COLAB_DIR", "/content/{name}")  # tests/test_colab_path.py sets it
     if not os.path.isdir(course_dir):
         subprocess.run(["git", "clone", "--depth", "1", REPO_URL, course_dir], check=True)
     subprocess.run([sys.executable, "-m", "pip", "install", "-q", "-e", course_dir], check=True)

@@ -1,0 +1,157 @@
+"""The attention explorer renders and responds in JupyterLab (a real browser drives the real front end).
+
+Starts JupyterLab on a free loopback port with a random token and its settings and workspaces in a
+temporary folder, opens a notebook whose one cell creates the explorer, runs that cell through the
+JupyterLab UI (Shift+Enter in headless Chromium), and checks that the widget appears (text box, tabs,
+the attention heatmap as a loaded image) instead of the static fallback picture, and that choosing a
+head in the menu makes the kernel redraw the heatmap. Skipped, saying why, without a browser.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import secrets
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+import pytest
+from chromium import headless_chromium, skip_without_browser
+
+ROOT = Path(__file__).resolve().parent.parent
+CELL = "from course_lib.explorer import Explorer\n\nExplorer.from_checkpoint()"
+
+pytestmark = pytest.mark.slow
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _wait_for(predicate, timeout: float, what: str, interval: float = 0.25):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        result = predicate()
+        if result:
+            return result
+        time.sleep(interval)
+    raise AssertionError(f"timed out after {timeout:.0f} s waiting for {what}")
+
+
+@pytest.fixture()
+def jupyterlab(tmp_path):
+    """A JupyterLab server serving ``tmp_path/work``; yields (base URL, token)."""
+    skip_without_browser()  # before starting JupyterLab: nothing to look at without a browser
+    work = tmp_path / "work"
+    work.mkdir()
+    notebook = {
+        "cells": [{"cell_type": "code", "execution_count": None, "id": "explorer", "metadata": {}, "outputs": [],
+                   "source": CELL}],
+        "metadata": {"kernelspec": {"display_name": "Python 3 (ipykernel)", "language": "python", "name": "python3"}},
+        "nbformat": 4, "nbformat_minor": 5,
+    }
+    (work / "explorer.ipynb").write_text(json.dumps(notebook), encoding="utf-8")
+    # No news or update checks (they would ask the internet), so no pop-up covers the notebook.
+    settings = tmp_path / "settings" / "@jupyterlab" / "apputils-extension"
+    settings.mkdir(parents=True)
+    (settings / "notification.jupyterlab-settings").write_text(
+        json.dumps({"fetchNews": "false", "checkForUpdates": False}), encoding="utf-8")
+    port, token = _free_port(), secrets.token_hex(16)
+    env = {
+        **os.environ,
+        "COURSE_NUM_THREADS": "1",
+        "JUPYTER_CONFIG_DIR": str(tmp_path / "config"),
+        "JUPYTER_RUNTIME_DIR": str(tmp_path / "runtime"),
+        "JUPYTERLAB_SETTINGS_DIR": str(tmp_path / "settings"),
+        "JUPYTERLAB_WORKSPACES_DIR": str(tmp_path / "workspaces"),
+    }
+    command = [
+        sys.executable, "-m", "jupyterlab", "--no-browser", f"--port={port}", "--ip=127.0.0.1",
+        f"--ServerApp.root_dir={work}", f"--IdentityProvider.token={token}",
+        "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate", "--LabApp.news_url=",
+        "--LabApp.extension_manager=readonly",  # no package-index look-ups
+    ]
+    if hasattr(os, "geteuid") and os.geteuid() == 0:
+        command.append("--allow-root")  # CI containers run as root
+    log = (tmp_path / "jupyterlab.log").open("w")
+    server = subprocess.Popen(command, env=env, stdout=log, stderr=subprocess.STDOUT, cwd=work)
+    base = f"http://127.0.0.1:{port}"
+
+    def ready():
+        if server.poll() is not None:
+            raise AssertionError(f"JupyterLab exited:\n{(tmp_path / 'jupyterlab.log').read_text()[-3000:]}")
+        try:
+            with urllib.request.urlopen(f"{base}/api/status?token={token}", timeout=2) as response:
+                return response.status == 200
+        except OSError:
+            return False
+
+    try:
+        _wait_for(ready, 60, "JupyterLab to start")
+        yield base, token
+    finally:
+        server.terminate()
+        try:
+            server.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            server.kill()
+            server.wait()
+        log.close()
+
+
+_STATE = """
+const box = document.querySelector('.course-attention-explorer');
+if (!box) { return null; }
+const images = Array.from(box.querySelectorAll('img'));
+return {
+  text_inputs: box.querySelectorAll('.widget-text input').length,
+  tabs: Array.from(box.querySelectorAll('.lm-TabBar-tabLabel, .p-TabBar-tabLabel')).map(e => e.textContent),
+  images: images.map(img => [img.naturalWidth, img.src.length]),
+  first_image: images.length ? images[0].src : '',
+  summary: box.innerText,
+  selects: Array.from(box.querySelectorAll('select')).map(s => Array.from(s.options).map(o => o.text.replace(/\u00a0/g, ' '))),
+  fallback_png: document.querySelectorAll('.jp-OutputArea-output img:not(.course-attention-explorer img)').length,
+};
+"""
+
+
+def test_explorer_renders_and_responds_in_jupyterlab(jupyterlab):
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.common.keys import Keys
+    from selenium.webdriver.support.ui import Select
+
+    base, token = jupyterlab
+    with headless_chromium(1400, 1000) as driver:
+        driver.get(f"{base}/lab/tree/explorer.ipynb?token={token}")
+        editor = _wait_for(lambda: [e for e in driver.find_elements(By.CSS_SELECTOR, ".jp-Notebook .jp-Cell .cm-content")
+                                    if e.is_displayed()], 90, "the notebook to open in JupyterLab")[0]
+        # Wait until the kernel is connected and idle (status bar), then run the cell from the UI.
+        _wait_for(lambda: "| Idle" in driver.find_element(By.CSS_SELECTOR, "#jp-main-statusbar").text, 90,
+                  "the kernel to become idle")
+        editor.click()
+        editor.send_keys(Keys.SHIFT, Keys.ENTER)
+        state = _wait_for(lambda: driver.execute_script(_STATE), 120, "the explorer widget to appear")
+        state = _wait_for(lambda: (s := driver.execute_script(_STATE)) and len(s["images"]) >= 2
+                          and all(w > 0 for w, _ in s["images"][:1]) and s, 60, "the heatmap image to load")
+        assert state["text_inputs"] == 1, state
+        assert state["tabs"][:2] == ["Attention", "Step by step"], state["tabs"]
+        assert "Translation (greedy)" in state["summary"] and "beam 4" in state["summary"], state["summary"][:500]
+        assert any("mean of heads" in options for options in state["selects"]), state["selects"]
+        assert state["fallback_png"] == 0, "JupyterLab showed the static picture instead of the widget"
+
+        # Choose head 1: the kernel redraws the heatmap and the browser receives the new picture.
+        before = state["first_image"]
+        head_menu = next(s for s in driver.find_elements(By.CSS_SELECTOR, ".course-attention-explorer select")
+                         if "mean of heads" in s.text.replace("\xa0", " "))
+        Select(head_menu).select_by_visible_text("1")
+        _wait_for(lambda: driver.execute_script(_STATE)["first_image"] != before, 60,
+                  "the heatmap to change after choosing head 1")
+        if os.environ.get("COURSE_SCREENSHOT_DIR"):  # for a person to look at
+            driver.execute_script("document.querySelector('.course-attention-explorer').scrollIntoView()")
+            driver.save_screenshot(str(Path(os.environ["COURSE_SCREENSHOT_DIR"]) / "explorer_in_jupyterlab.png"))

@@ -1,0 +1,224 @@
+"""The course website (``make site``): built offline from the committed notebooks, checked in a real browser.
+
+The site is built once per test session into a temporary folder with ``scripts/build_site.py`` (which
+refuses every network connection while Sphinx runs), or taken from ``COURSE_SITE_DIR`` when that names an
+already built site. The browser tests open every notebook page in headless Chromium, served from the
+loopback address with every other host name unresolvable, and check that the page loads, that every
+figure the notebook stores is shown (image loaded, natural width > 0), that MathJax typeset every formula
+(no raw ``$$`` or ``\\(`` left), that no resource comes from elsewhere, and that no internal link is
+broken (target page exists, ``#anchor`` exists on it). They are skipped, saying why, without a browser.
+"""
+
+from __future__ import annotations
+
+import functools
+import http.server
+import json
+import os
+import re
+import subprocess
+import sys
+import threading
+import time
+import urllib.error
+import urllib.request
+from pathlib import Path
+from urllib.parse import unquote, urldefrag, urlparse
+
+import nbformat
+import pytest
+from chromium import headless_chromium
+
+ROOT = Path(__file__).resolve().parent.parent
+NOTEBOOKS = sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))
+REPOSITORY = re.search(r'^Repository = "([^"]+)"', (ROOT / "pyproject.toml").read_text(encoding="utf-8"), re.M)[1]
+BUILD_SECONDS_LIMIT = 120
+
+pytestmark = pytest.mark.slow
+
+
+@pytest.fixture(scope="session")
+def site(tmp_path_factory) -> Path:
+    """Folder of the built site (built here unless COURSE_SITE_DIR names one)."""
+    given = os.environ.get("COURSE_SITE_DIR")
+    if given:
+        path = Path(given)
+        assert (path / "index.html").is_file(), f"COURSE_SITE_DIR={given} holds no built site (no index.html)"
+        return path
+    pytest.importorskip("sphinx", reason="the site dependencies are not installed (pip install -r requirements.txt)")
+    base = tmp_path_factory.mktemp("site")
+    start = time.perf_counter()
+    result = subprocess.run(
+        [sys.executable, str(ROOT / "scripts" / "build_site.py"), "--out", str(base / "html"), "--src", str(base / "src")],
+        capture_output=True, text=True, timeout=2 * BUILD_SECONDS_LIMIT,
+    )
+    seconds = time.perf_counter() - start
+    assert result.returncode == 0, f"the site build failed:\n{result.stdout[-3000:]}\n{result.stderr[-3000:]}"
+    assert "WARNING" not in result.stderr, f"the site build warned:\n{result.stderr[-3000:]}"
+    assert seconds < BUILD_SECONDS_LIMIT, f"the site build took {seconds:.0f} s (limit {BUILD_SECONDS_LIMIT} s)"
+    return base / "html"
+
+
+@pytest.fixture(scope="session")
+def server(site):
+    """Serve the site on a free port of the loopback address; yield its base URL."""
+    handler = functools.partial(_QuietHandler, directory=str(site))
+    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
+    thread.start()
+    yield f"http://127.0.0.1:{httpd.server_address[1]}/"
+    httpd.shutdown()
+    httpd.server_close()
+
+
+class _QuietHandler(http.server.SimpleHTTPRequestHandler):
+    def log_message(self, format, *args):
+        pass
+
+
+@pytest.fixture(scope="module")
+def browser():
+    with headless_chromium() as driver:
+        yield driver
+
+
+def test_network_guard_refuses_connections():
+    """The build's proof of offline-ness only means something if the guard really blocks connections."""
+    code = (
+        "import socket, sys\n"
+        f"sys.path.insert(0, {str(ROOT / 'scripts')!r})\n"
+        "import build_site\n"
+        "build_site.disable_network()\n"
+        "try:\n"
+        "    socket.create_connection(('127.0.0.1', 9))\n"
+        "except build_site.NetworkDisabledError:\n"
+        "    print('refused')\n"
+    )
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert result.stdout.strip() == "refused", result.stderr
+
+
+def test_site_pages_and_assets_are_local(site):
+    index = (site / "index.html").read_text(encoding="utf-8")
+    for notebook in NOTEBOOKS:
+        page = site / "notebooks" / f"{notebook.stem}.html"
+        assert page.is_file(), f"no page for {notebook.name}"
+        assert f'notebooks/{notebook.stem}.html"' in index, f"the landing page does not link to {notebook.name}"
+        # The download link serves the committed notebook itself.
+        assert (site / "_sources" / "notebooks" / notebook.name).read_bytes() == notebook.read_bytes()
+    for page in ("data/README.html", "data/checkpoints/README.html", "instructors.html", "search.html"):
+        assert (site / page).is_file(), f"the site has no {page}"
+    assert "architecture.png" in index, "the landing page does not show the architecture picture"
+    assert "Syllabus" in index and "Instructor notes" in index
+    assert (site / "_static" / "mathjax" / "tex-chtml.js").is_file(), "MathJax is not served from the site"
+    for page in site.rglob("*.html"):
+        remote = re.findall(r'<(?:script|link|img|iframe)\b[^>]*\b(?:src|href)="(https?:)?//[^"]*"', page.read_text(encoding="utf-8"))
+        assert not remote, f"{page.relative_to(site)} loads something from the internet"
+
+
+def _count_figures(notebook: Path) -> int:
+    nb = nbformat.read(notebook, as_version=4)
+    return sum(
+        1
+        for cell in nb.cells if cell.cell_type == "code"
+        for output in cell.get("outputs", [])
+        if output.get("output_type") in ("display_data", "execute_result")
+        and any(m in output.get("data", {}) for m in ("image/png", "image/svg+xml", "image/jpeg"))
+    )
+
+
+_WAIT_FOR_PAGE = """
+const done = arguments[arguments.length - 1];
+const images = Array.from(document.images);
+images.forEach(img => { img.loading = 'eager'; });
+const loaded = images.map(img => img.complete ? Promise.resolve() :
+    new Promise(resolve => { img.addEventListener('load', resolve); img.addEventListener('error', resolve); }));
+const typeset = (window.MathJax && MathJax.startup && MathJax.startup.promise) ? MathJax.startup.promise : Promise.resolve();
+Promise.all([typeset, ...loaded]).then(() => {
+  const plain = document.querySelector('main, article, body').cloneNode(true);
+  plain.querySelectorAll('pre, code, script, style, mjx-container, .math').forEach(e => e.remove());
+  done({
+    title: document.title,
+    images: images.map(img => ({src: img.currentSrc || img.src, width: img.naturalWidth,
+                                output: !!img.closest('.cell_output')})),
+    math: document.querySelectorAll('.math').length,
+    typeset: Array.from(document.querySelectorAll('.math')).filter(e => e.querySelector('mjx-container')).length,
+    text: plain.innerText,
+    links: Array.from(document.querySelectorAll('a[href]')).map(a => ({href: a.href, cls: a.className})),
+    resources: performance.getEntriesByType('resource').map(e => e.name),
+  });
+}).catch(e => done({error: String(e)}));
+"""
+
+
+@functools.cache
+def _fetch(url: str) -> tuple[int, str]:
+    try:
+        with urllib.request.urlopen(url, timeout=30) as response:
+            return response.status, response.read().decode("utf-8", errors="replace")
+    except urllib.error.HTTPError as error:
+        return error.code, ""
+
+
+def _check_page(driver, base: str, path: str) -> dict:
+    driver.get(base + path)
+    info = driver.execute_async_script(_WAIT_FOR_PAGE)
+    assert "error" not in info, f"{path}: {info.get('error')}"
+    assert "404" not in info["title"], f"{path} did not load: {info['title']}"
+    broken = [img["src"] for img in info["images"] if img["width"] == 0]
+    assert not broken, f"{path}: images that did not load: {broken}"
+    foreign = [r for r in info["resources"] if not r.startswith((base, "data:"))]
+    assert not foreign, f"{path} requested resources from elsewhere: {foreign}"
+    assert info["typeset"] == info["math"], f"{path}: MathJax typeset {info['typeset']} of {info['math']} formulas"
+    for raw in ("$$", "\\(", "\\["):
+        assert raw not in info["text"], f"{path}: raw math {raw!r} left in the text"
+    for link in info["links"]:
+        url, fragment = urldefrag(link["href"])
+        if not url.startswith(base):
+            continue
+        status, html = _fetch(url)
+        assert status == 200, f"{path}: broken internal link {link['href']} (HTTP {status})"
+        if fragment and url.endswith(".html"):
+            assert re.search(rf'id="{re.escape(unquote(fragment))}"', html), f"{path}: link to a missing anchor {link['href']}"
+    return info
+
+
+@pytest.mark.parametrize("notebook", NOTEBOOKS, ids=lambda p: p.stem)
+def test_notebook_page_in_browser(notebook, browser, server):
+    info = _check_page(browser, server, f"notebooks/{notebook.stem}.html")
+    figures = sum(img["output"] for img in info["images"])
+    assert figures == _count_figures(notebook), f"{notebook.name}: {figures} figures shown, {_count_figures(notebook)} stored"
+    markdown = "".join(c.source for c in nbformat.read(notebook, as_version=4).cells if c.cell_type == "markdown")
+    if "$" in markdown:
+        assert info["math"] > 0, f"{notebook.name} has formulas but the page shows none"
+    hrefs = [link["href"] for link in info["links"]]
+    colab = f"https://colab.research.google.com/github/{urlparse(REPOSITORY).path.strip('/')}/blob/main/notebooks/{notebook.name}"
+    assert colab in hrefs, f"{notebook.name}: no 'Open in Colab' link"
+    downloads = [link["href"] for link in info["links"] if "download-notebook" in link["cls"]]
+    assert len(downloads) == 1, f"{notebook.name}: expected one 'Download notebook' link, found {downloads}"
+    status, text = _fetch(downloads[0])
+    assert status == 200 and json.loads(text)["cells"], f"{notebook.name}: the download link does not serve the notebook"
+
+
+@pytest.mark.parametrize("path", ["index.html", "instructors.html", "data/README.html", "data/checkpoints/README.html",
+                                  "notebooks/README.html"])
+def test_other_pages_in_browser(path, browser, server):
+    info = _check_page(browser, server, path)
+    if path == "index.html":
+        assert any("architecture" in img["src"] and img["width"] > 0 for img in info["images"]), "no architecture picture"
+        pages = {urlparse(link["href"]).path for link in info["links"]}
+        missing = [nb.name for nb in NOTEBOOKS if f"/notebooks/{nb.stem}.html" not in pages]
+        assert not missing, f"the landing page does not link to {missing}"
+
+
+def test_search_finds_pages(browser, server):
+    browser.get(server + "search.html?q=attention")
+    deadline = time.monotonic() + 30
+    results = []
+    while time.monotonic() < deadline:
+        results = browser.execute_script(
+            "return Array.from(document.querySelectorAll('#search-results li a')).map(a => a.href)")
+        if results:
+            break
+        time.sleep(0.2)
+    assert any("04_attention.html" in r for r in results), f"searching 'attention' did not find notebook 04: {results}"

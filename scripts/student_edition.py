@@ -180,7 +180,8 @@ def nbgrader_api(course_dir: Path):
     config.OverwriteCells.add_missing_cells = True  # a deleted test cell is put back, not skipped
     config.ClearSolutions.enforce_metadata = True
     config.NbGraderAPI.log_level = "WARN"
-    config.Exchange.root = str(course_dir / "exchange")
+    config.Exchange.root = str(course_dir / "exchange")  # unused (we hand out and collect by hand), but must exist
+    (course_dir / "exchange").mkdir(parents=True, exist_ok=True)
     coursedir = CourseDirectory(config=config)
     return NbGraderAPI(coursedir=coursedir, config=config)
 

@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: lab test setup lint regenerate slides benchmark clean
+.PHONY: lab test setup lint regenerate slides student-edition collect grade present benchmark clean
 
 $(STAMP): requirements.txt pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -32,9 +32,28 @@ lint: $(STAMP)
 regenerate: $(STAMP)
 	$(BIN)/python scripts/regenerate_notebooks.py notebooks/*.ipynb
 
-## Build reveal.js slides for every notebook into build/slides/.
+## Build reveal.js slides for every notebook into build/slides/ (work offline: reveal.js and MathJax are copied there).
 slides: $(STAMP)
 	$(BIN)/python scripts/build_slides.py notebooks/*.ipynb
+
+## Student edition of every notebook into build/student_edition/: solutions removed, exercises graded by hidden tests.
+student-edition: $(STAMP)
+	$(BIN)/python scripts/student_edition.py notebooks/*.ipynb
+
+## Sort handed-in notebooks (a .zip export or a folder) into submissions/<student>/: make collect FROM=export.zip
+collect: $(STAMP)
+	@test -n "$(FROM)" || { echo "usage: make collect FROM=export.zip (or a folder)"; exit 2; }
+	$(BIN)/python scripts/collect.py "$(FROM)"
+
+## Grade submitted notebooks (one folder per student): make grade SUBMISSIONS=path/to/folder -> build/grading/.
+grade: $(STAMP)
+	@test -n "$(SUBMISSIONS)" || { echo "usage: make grade SUBMISSIONS=folder (one sub-folder per student)"; exit 2; }
+	$(BIN)/python scripts/grade.py "$(SUBMISSIONS)"
+
+## Present a notebook live with running code (RISE): make present NB=notebooks/04_attention.ipynb
+NB ?= notebooks/00_welcome.ipynb
+present: $(STAMP)
+	$(BIN)/python -m jupyterlab_rise "$(NB)"
 
 benchmark: $(STAMP)
 	$(BIN)/python benchmarks/throughput.py

@@ -25,6 +25,14 @@ CODE_BLOCK = re.compile(r"```python\n(.*?)```", re.DOTALL)
 WRONG = {
     "check_head_shape": "answer_00_1 = (32, 20, 8, 16)",
     "check_longest_sentence": "def longest_sentence(pairs, tokenizer):\n    return max(g for g, _ in pairs)",
+    "check_one_hot_embed": "def embed_via_one_hot(ids, weight):\n    return weight[ids.flip(-1)]  # tokens in the wrong order",
+    "check_scaled_embedding": ("class ScaledEmbedding(nn.Module):  # the bug left in\n"
+                               "    def __init__(self, vocab_size, d_model):\n"
+                               "        super().__init__()\n"
+                               "        self.embedding = nn.Embedding(vocab_size, d_model)\n\n"
+                               "    def forward(self, x):\n"
+                               "        return self.embedding(x) * math.sqrt(x.size(-1))"),
+    "check_norms": "answer_02_3 = (16.0, 1.0, 11.31)",
     "check_dot_product_variance": "answer_04_1 = 8",
     "check_most_attended_key": 'answer_04_2 = "Katze"',
     "check_attention_by_hand": ("def attention_by_hand(q, k, v, mask=None):\n"

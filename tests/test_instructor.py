@@ -10,9 +10,11 @@ import csv
 import os
 import re
 import shutil
+import socket
 import subprocess
 import sys
-import tomllib
+import time
+import urllib.request
 from pathlib import Path
 
 import nbformat
@@ -83,8 +85,8 @@ def test_every_exercise_is_graded_by_a_hidden_test(edition):
 
 
 def test_hidden_tests_are_not_in_the_package():
-    config = tomllib.loads((ROOT / "pyproject.toml").read_text())
-    assert config["tool"]["setuptools"]["packages"] == ["course_lib"]
+    setuptools = (ROOT / "pyproject.toml").read_text().split("[tool.setuptools]")[1].split("\n[")[0]
+    assert re.search(r'^packages = \["course_lib"\]$', setuptools, flags=re.MULTILINE), setuptools
     assert not list((ROOT / "course_lib").rglob("hidden_tests*"))
     assert (ROOT / "instructor" / "hidden_tests" / "__init__.py").exists()
 
@@ -205,3 +207,63 @@ def test_deck_renders_in_headless_chromium_with_the_network_blocked(deck, tmp_pa
     online.write_text(deck.read_text(encoding="utf-8").replace('src="reveal.js/dist/reveal.js"',
                                                                'src="https://unpkg.com/reveal.js@5.2.0/dist/reveal.js"'))
     assert not re.search(r'<div class="reveal[^"]*\bready\b', _rendered_dom(browser, online, tmp_path / "profile2"))
+
+
+def _free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+def test_live_presentation_with_rise_works_offline(tmp_path):
+    """`make present` (jupyterlab-rise) serves a live reveal.js slideshow of a notebook, with no internet."""
+    browser = _chromium()
+    if browser is None:
+        pytest.skip("no Chromium installed: `apt-get install -y chromium` (as .ci/run does) to run this browser test")
+    port, token = _free_port(), "course-test"
+    url = f"http://localhost:{port}/rise/notebooks/{SLIDES_NOTEBOOK.name}?token={token}"
+    env = {**os.environ, "JUPYTER_RUNTIME_DIR": str(tmp_path / "runtime"), "COURSE_NUM_THREADS": "1"}
+    server = subprocess.Popen(
+        [sys.executable, "-m", "jupyterlab_rise", "--no-browser", f"--port={port}", f"--IdentityProvider.token={token}",
+         f"--ServerApp.root_dir={ROOT}", "--ServerApp.allow_root=True"],
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env)
+    try:
+        deadline = time.monotonic() + 120
+        while True:
+            try:
+                with urllib.request.urlopen(url, timeout=5) as response:
+                    assert response.status == 200
+                    break
+            except OSError:
+                if time.monotonic() > deadline or server.poll() is not None:
+                    raise AssertionError("the RISE server did not start") from None
+                time.sleep(1)
+        flags = [f for f in CHROMIUM_FLAGS if not f.startswith("--proxy-bypass-list")]  # localhost only
+        flags = [f if not f.startswith("--virtual-time-budget") else "--virtual-time-budget=30000" for f in flags]
+        result = subprocess.run([browser, *flags, f"--user-data-dir={tmp_path / 'profile'}", "--dump-dom", url],
+                                capture_output=True, text=True, timeout=180)
+        dom = result.stdout
+        assert "rise-enabled" in dom, "RISE did not start its slideshow"
+        assert re.search(r'<section[^>]*class="[^"]*\bpresent\b', dom), "no slide is shown"
+    finally:
+        server.terminate()
+        server.wait(timeout=60)
+
+
+def test_collect_sorts_an_archive_into_one_folder_per_student(tmp_path):
+    import zipfile
+
+    import collect
+
+    archive = tmp_path / "export.zip"
+    with zipfile.ZipFile(archive, "w") as zf:
+        zf.writestr("alice/04_attention.ipynb", "{}")
+        zf.writestr("alice/notes.txt", "not a notebook")
+        zf.writestr("bob_smith - 02_embeddings.ipynb", "{}")
+        zf.writestr("carol_06_masking.ipynb", "{}")
+        zf.writestr("random.ipynb", "{}")
+        zf.writestr("__MACOSX/alice/._04_attention.ipynb", "")
+    placed = collect.collect(archive, tmp_path / "submissions")
+    assert placed == {"alice": ["04_attention"], "bob_smith": ["02_embeddings"], "carol": ["06_masking"]}
+    assert sorted(str(p.relative_to(tmp_path / "submissions")) for p in (tmp_path / "submissions").rglob("*.ipynb")) == [
+        "alice/04_attention.ipynb", "bob_smith/02_embeddings.ipynb", "carol/06_masking.ipynb"]

@@ -19,13 +19,14 @@ from pathlib import Path
 
 import nbformat
 import pytest
-from instructor_helpers import CODE_BLOCK, make_submission
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "scripts"))
+sys.path.insert(0, str(ROOT / "instructor"))
 import build_slides  # noqa: E402
 import grade  # noqa: E402
 import student_edition  # noqa: E402
+from synthetic import CODE_BLOCK, make_submission  # noqa: E402
 
 NOTEBOOKS = sorted((ROOT / "notebooks").glob("*.ipynb"))
 GRADED = ["00_welcome", "02_embeddings"]  # the two quickest notebooks to execute

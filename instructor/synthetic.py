@@ -1,4 +1,8 @@
-"""Synthetic submissions for the grading tests, derived from the course notebooks (not hand-written copies).
+"""Synthetic submissions, derived from the course notebooks (not hand-written copies of them).
+
+Used by tests/test_instructor.py (grading three synthetic students) and by
+instructor/verify_hidden_tests.py (every hidden test passes the course's solution and rejects a
+lookup table of the public checker's cases).
 
 * right: every exercise cell gets the code of its collapsed solution, inserted before the public check call;
 * wrong: every exercise gets a plausible wrong answer (listed in WRONG below, per checker);
@@ -16,7 +20,8 @@ from pathlib import Path
 import nbformat
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT / "scripts"))
+if str(ROOT / "scripts") not in sys.path:
+    sys.path.insert(0, str(ROOT / "scripts"))
 from student_edition import check_call, hidden_registry, is_solution_cell  # noqa: E402
 
 CODE_BLOCK = re.compile(r"```python\n(.*?)```", re.DOTALL)
@@ -65,7 +70,7 @@ def _spy(*args):
     _visible.append((args, out))
     return out
 
-{module}.{checker}(_spy, quiet=True)  # record the visible cases and their answers
+{module}.{checker}(_spy{rest}, quiet=True)  # record the visible cases and their answers
 print(f"hard-coded {{len(_visible)}} visible cases")
 
 def {name}(*args):
@@ -82,6 +87,34 @@ def solution_code(nb, index: int) -> str:
         if is_solution_cell(cell):
             return "\n".join(block.rstrip() for block in CODE_BLOCK.findall(cell.source))
     raise LookupError(f"no solution cell after cell {index}")
+
+
+def with_solution(before: str, solution: str) -> str:
+    """The exercise code ``before`` its check call, answered with ``solution``.
+
+    A solution that is a whole definition or assignment is appended (it replaces the stub); one that is
+    a fragment (an indented line fixing one line of a given function) replaces the line it fixes.
+    """
+    try:
+        compile(solution, "<solution>", "exec")
+    except SyntaxError:
+        lines = before.splitlines()
+        for fix in solution.splitlines():
+            lhs = fix.split("=")[0].rstrip()
+            matches = [i for i, line in enumerate(lines) if line.split("=")[0].rstrip() == lhs]
+            if not fix.strip() or len(matches) != 1:
+                raise ValueError(f"cannot place the solution fragment {fix!r}") from None
+            lines[matches[0]] = fix
+        return "\n".join(lines)
+    return f"{before}\n\n{solution}"
+
+
+def hardcoded_source(before: str, solution: str, module: str, checker: str, arguments: str) -> str:
+    """The exercise answered by a lookup table of the public checker's visible cases (see LOOKUP_TABLE)."""
+    name, *others = [a.strip() for a in arguments.split(",")]
+    rest = "".join(f", {a}" for a in others)
+    table = LOOKUP_TABLE.format(name=name, module=module, checker=checker, rest=rest)
+    return f"{with_solution(before, solution)}\n{table}"
 
 
 def _split_check(source: str) -> tuple[str, str]:
@@ -106,17 +139,15 @@ def make_submission(course_nb: Path, student_nb: Path, kind: str, target: Path) 
         before, check = _split_check(cell.source)
         solution = solution_code(course, index)
         if kind == "right":
-            answers[checker] = f"{before}\n\n{solution}\n\n{check}"
+            answers[checker] = f"{with_solution(before, solution)}\n\n{check}"
         elif kind == "wrong":
             answers[checker] = f"{before}\n\n{WRONG[checker]}\n\n{check}"
         elif kind == "hardcoded":
             test = registry[(module, checker)]
             if test.kind == "value":
-                answers[checker] = f"{before}\n\n{solution}\n\n{check}"
+                answers[checker] = f"{with_solution(before, solution)}\n\n{check}"
             else:
-                name = arguments.split(",")[0].strip()
-                table = LOOKUP_TABLE.format(name=name, module=module, checker=checker)
-                answers[checker] = f"{before}\n\n{solution}\n{table}\n{check}"
+                answers[checker] = f"{hardcoded_source(before, solution, module, checker, arguments)}\n{check}"
         else:
             raise ValueError(f"kind must be right, wrong or hardcoded, got {kind!r}")
     nb = nbformat.read(student_nb, as_version=4)

@@ -20,7 +20,7 @@ from pathlib import Path
 import nbformat
 
 HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE))
+sys.path[:0] = [str(HERE), str(HERE.parent / "scripts")]
 from student_edition import check_call, hidden_registry, is_solution_cell, kernel_environment  # noqa: E402
 from synthetic import ROOT, _split_check, hardcoded_source, solution_code, with_solution  # noqa: E402
 

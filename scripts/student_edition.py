@@ -108,15 +108,23 @@ def check_call(source: str) -> tuple[str, str, str] | None:
 
 
 def find_exercises(nb, notebook: str, registry: dict) -> list[Exercise]:
-    """Every exercise cell of ``nb`` with its hidden test (looked up in ``registry``)."""
-    exercises = []
+    """Every exercise cell of ``nb`` with its hidden test (looked up in ``registry``).
+
+    When one checker is called from several cells (a demonstration and the exercise), the exercise is
+    the cell followed by a collapsed solution, or else the last one.
+    """
+    calls: dict[tuple[str, str], tuple[int, str, bool]] = {}
     for index, cell in enumerate(nb.cells):
-        if cell.cell_type != "code":
-            continue
-        found = check_call(cell.source)
+        found = check_call(cell.source) if cell.cell_type == "code" else None
         if found is None:
             continue
         module, checker, arguments = found
+        solved = index + 1 < len(nb.cells) and is_solution_cell(nb.cells[index + 1])
+        previous = calls.get((module, checker))
+        if previous is None or solved or not previous[2]:
+            calls[(module, checker)] = (index, arguments, solved)
+    exercises = []
+    for (module, checker), (index, arguments, _) in sorted(calls.items(), key=lambda item: item[1][0]):
         test = registry.get((module, checker))
         if test is None:
             exercises.append(Exercise(notebook, index, module, checker, arguments))
@@ -125,7 +133,7 @@ def find_exercises(nb, notebook: str, registry: dict) -> list[Exercise]:
     return exercises
 
 
-def test_cell(exercise: Exercise):
+def grading_cell(exercise: Exercise):
     """The nbgrader autograder cell that runs ``exercise``'s hidden test."""
     source = "\n".join([
         f"# Exercise {exercise.exercise} ({exercise.points} point{'s' if exercise.points != 1 else ''}) is graded by "
@@ -161,7 +169,7 @@ def instructor_notebook(nb, exercises: list[Exercise]):
             continue
         source.cells.append(cell)
         if index in graded:
-            source.cells.append(test_cell(graded[index]))
+            source.cells.append(grading_cell(graded[index]))
     return source
 
 

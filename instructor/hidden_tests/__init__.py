@@ -106,7 +106,13 @@ def grade(module: str, checker: str, *args: Any) -> None:
     if test is None:
         raise LookupError(f"no hidden test for {module}.{checker}: add one to instructor/hidden_tests/{module}.py")
     torch.manual_seed(0)
-    test.run(*args)
+    try:
+        test.run(*args)
+    except AssertionError:
+        raise
+    except Exception as exc:  # the answer broke the test itself (wrong type or size): no points, say why
+        raise AssertionError(f"Exercise {test.exercise}: your answer could not be tested on the hidden cases "
+                             f"({type(exc).__name__}: {exc}).") from None
     unit = "point" if test.points == 1 else "points"
     print(f"Exercise {test.exercise}: the hidden tests pass ({test.points} of {test.points} {unit}).")
 

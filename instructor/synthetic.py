@@ -81,11 +81,23 @@ def {name}(*args):
 '''
 
 
+# Solutions written as prose, without a code block: the answer in code.
+PROSE_SOLUTIONS = {
+    "check_recipe_fix": 'answer_10_4 = {"B", "D"}',
+}
+
+
 def solution_code(nb, index: int) -> str:
     """The Python code of the collapsed solution that follows cell ``index``."""
     for cell in nb.cells[index + 1:index + 3]:
         if is_solution_cell(cell):
-            return "\n".join(block.rstrip() for block in CODE_BLOCK.findall(cell.source))
+            code = "\n".join(block.rstrip() for block in CODE_BLOCK.findall(cell.source))
+            if code:
+                return code
+            found = check_call(nb.cells[index].source)
+            if found and found[1] in PROSE_SOLUTIONS:
+                return PROSE_SOLUTIONS[found[1]]
+            raise LookupError(f"the solution after cell {index} has no code block: add it to PROSE_SOLUTIONS")
     raise LookupError(f"no solution cell after cell {index}")
 
 

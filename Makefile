@@ -11,6 +11,11 @@ $(STAMP): requirements.txt pyproject.toml
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	$(BIN)/python -m pip install --quiet -r requirements.txt
 	$(BIN)/python -m pip install --quiet --no-deps -e .
+	@# nbgrader is for `make student-edition` and `make grade` only: keep its menus out of the students' JupyterLab
+	$(BIN)/jupyter labextension disable --level=sys_prefix @jupyter/nbgrader >/dev/null
+	$(BIN)/jupyter server extension disable --sys-prefix nbgrader.server_extensions.formgrader \
+		nbgrader.server_extensions.assignment_list nbgrader.server_extensions.course_list \
+		nbgrader.server_extensions.validate_assignment >/dev/null
 	touch $(STAMP)
 
 setup: $(STAMP)

@@ -265,6 +265,11 @@ def summary(exercises: list[Exercise]) -> str:
     for e in exercises:
         if not e.points:
             lines.append(f"  NOT GRADED (no hidden test): {e.notebook} {e.module}.{e.checker}")
+    found = {(e.module, e.checker) for e in exercises}
+    modules = {e.module for e in exercises}
+    for module, checker in sorted(set(hidden_registry()) - found):
+        if module in modules:  # its notebook was built, but no cell calls this checker any more
+            lines.append(f"  UNUSED hidden test (no exercise calls {module}.{checker}): check instructor/hidden_tests")
     return "\n".join(lines)
 
 

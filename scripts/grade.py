@@ -112,9 +112,14 @@ def grade(submissions: Path, out: Path, notebooks: list[Path] | None = None) -> 
         for assignment in assignments:
             print(f"grading {student} / {assignment} ...", flush=True)
             result = api.autograde(assignment, student, force=True, create=True)
-            if not result["success"]:
-                raise RuntimeError(f"nbgrader autograde failed for {student}/{assignment}:\n{result.get('error', '')}"
-                                   f"\n{result.get('log', '')}")
+            if not result["success"]:  # e.g. not a valid notebook: 0 points, say why, grade the others
+                text = f"{result.get('log') or ''}\n{result.get('error') or ''}".strip().splitlines() or ["unknown error"]
+                errors = [line.strip() for line in text if "rror" in line and "Please see" not in line]
+                why = (errors or text)[-1][:300]
+                print(f"  could not grade {student}/{assignment}: {why}")
+                scores += [Score(student, e, 0.0, f"could not be graded: {why}") for e in exercises
+                           if e.notebook == assignment]
+                continue
             feedback = api.generate_feedback(assignment, student, force=True)
             if not feedback["success"]:
                 raise RuntimeError(f"nbgrader generate_feedback failed for {student}/{assignment}:\n"

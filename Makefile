@@ -4,13 +4,18 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: lab test setup lint regenerate slides site benchmark clean
+.PHONY: lab test setup lint regenerate slides site student-edition collect grade present benchmark clean
 
 $(STAMP): requirements.txt pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	$(BIN)/python -m pip install --quiet -r requirements.txt
 	$(BIN)/python -m pip install --quiet --no-deps -e .
+	@# nbgrader is for `make student-edition` and `make grade` only: keep its menus out of the students' JupyterLab
+	$(BIN)/jupyter labextension disable --level=sys_prefix @jupyter/nbgrader >/dev/null
+	$(BIN)/jupyter server extension disable --sys-prefix nbgrader.server_extensions.formgrader \
+		nbgrader.server_extensions.assignment_list nbgrader.server_extensions.course_list \
+		nbgrader.server_extensions.validate_assignment >/dev/null
 	touch $(STAMP)
 
 setup: $(STAMP)
@@ -32,13 +37,32 @@ lint: $(STAMP)
 regenerate: $(STAMP)
 	$(BIN)/python scripts/regenerate_notebooks.py notebooks/*.ipynb
 
-## Build reveal.js slides for every notebook into build/slides/.
+## Build reveal.js slides for every notebook into build/slides/ (work offline: reveal.js and MathJax are copied there).
 slides: $(STAMP)
 	$(BIN)/python scripts/build_slides.py notebooks/*.ipynb
 
 ## Build the course website into build/site/ from the committed notebooks (no execution, no network).
 site: $(STAMP)
 	$(BIN)/python scripts/build_site.py
+
+## Student edition of every notebook into build/student_edition/: solutions removed, exercises graded by hidden tests.
+student-edition: $(STAMP)
+	$(BIN)/python scripts/student_edition.py notebooks/*.ipynb
+
+## Sort handed-in notebooks (a .zip export or a folder) into submissions/<student>/: make collect FROM=export.zip
+collect: $(STAMP)
+	@test -n "$(FROM)" || { echo "usage: make collect FROM=export.zip (or a folder)"; exit 2; }
+	$(BIN)/python scripts/collect.py "$(FROM)"
+
+## Grade submitted notebooks (one folder per student): make grade SUBMISSIONS=path/to/folder -> build/grading/.
+grade: $(STAMP)
+	@test -n "$(SUBMISSIONS)" || { echo "usage: make grade SUBMISSIONS=folder (one sub-folder per student)"; exit 2; }
+	$(BIN)/python scripts/grade.py "$(SUBMISSIONS)"
+
+## Present a notebook live with running code (RISE): make present NB=notebooks/04_attention.ipynb
+NB ?= notebooks/00_welcome.ipynb
+present: $(STAMP)
+	$(BIN)/python -m jupyterlab_rise "$(NB)"
 
 benchmark: $(STAMP)
 	$(BIN)/python benchmarks/throughput.py

@@ -1,0 +1,42 @@
+"""Hidden tests for notebook 00 (welcome)."""
+
+from __future__ import annotations
+
+from hidden_tests import VALUE, call, check_value, expect, hidden_test
+
+
+@hidden_test("check_head_shape", "00.1", points=1, kind=VALUE)
+def head_shape(answer):
+    if answer is not None and not isinstance(answer, tuple):
+        raise AssertionError(f"Exercise 00.1: answer with a tuple of four ints, got {type(answer).__name__}.")
+    check_value("00.1", answer, (32, 8, 20, 16))
+
+
+@hidden_test("check_longest_sentence", "00.2", points=2)
+def longest_sentence(student_fn):
+    from course_lib.data import load_toy_corpus
+    from course_lib.tokenization import Tokenizer
+
+    tokenizer = Tokenizer("de")
+
+    def reference(pairs):
+        best, best_len = None, -1
+        for german, _ in pairs:
+            n = len(tokenizer(german))
+            if n > best_len:  # strictly longer: a tie keeps the first
+                best, best_len = german, n
+        return best
+
+    valid = load_toy_corpus("valid")
+    cases = [
+        ("the longest sentence comes last", [("Ja.", "Yes."), ("Nein, danke.", "No, thanks."),
+                                             ("Der kleine Hund schläft heute nicht.", "The little dog does not sleep today.")]),
+        ("three equally long sentences: keep the first", [("Ich sehe dich.", "I see you."), ("Du siehst mich.", "You see me."),
+                                                          ("Er sieht sie.", "He sees her."), ("Ja.", "Yes.")]),
+        ("hyphens and commas are tokens", [("Eins zwei drei vier", "a"), ("Ja, ja, ja, ja, ja.", "b")]),
+        ("300 validation pairs", valid[:300]),
+        ("validation pairs in reverse order", valid[300:700][::-1]),
+    ]
+    for case, pairs in cases:
+        got = call("00.2", student_fn, case, list(pairs), tokenizer)
+        expect("00.2", case, got, reference(pairs))

@@ -1,0 +1,45 @@
+"""Hidden tests for notebook 03 (positional encoding)."""
+
+from __future__ import annotations
+
+import math
+
+import torch
+
+from hidden_tests import VALUE, call, check_value, expect, hidden_test
+
+
+def _table(positions, d_model):
+    """Sinusoids in float64: PE[p, 2i] = sin(p / 10000^(2i/d)), PE[p, 2i+1] = cos(same angle)."""
+    even = torch.arange(0, d_model, 2, dtype=torch.float64)  # (d_model / 2,): the dimensions 2i
+    angles = positions.to(torch.float64)[:, None] / 10000.0 ** (even / d_model)  # (n, d_model / 2)
+    out = torch.zeros(len(positions), d_model, dtype=torch.float64)
+    out[:, 0::2], out[:, 1::2] = torch.sin(angles), torch.cos(angles)
+    return out.float()
+
+
+@hidden_test("check_fixed_table", "03.1", points=2)
+def fixed_table(student_fn):
+    for max_len, d_model in [(7, 6), (3, 2), (40, 20), (12, 128)]:
+        case = f"max_len={max_len}, d_model={d_model}"
+        got = call("03.1", student_fn, case, max_len, d_model)
+        expect("03.1", case, got, _table(torch.arange(max_len), d_model), atol=1e-4)
+
+
+@hidden_test("check_encode_positions", "03.2", points=2)
+def encode_positions(student_fn):
+    cases = [
+        ("positions 0..19, d_model=10", torch.arange(20), 10),
+        ("positions [3, 1, 4, 1, 5, 9], d_model=8", torch.tensor([3, 1, 4, 1, 5, 9]), 8),
+        ("far positions [500, 1000], d_model=32", torch.tensor([500, 1000]), 32),
+        ("the single position [0], d_model=6", torch.tensor([0]), 6),
+    ]
+    for case, positions, d_model in cases:
+        got = call("03.2", student_fn, case, positions.clone(), d_model)
+        expect("03.2", case, got, _table(positions, d_model), atol=1e-4)
+
+
+@hidden_test("check_wavelength", "03.3", points=1, kind=VALUE)
+def wavelength(answer):
+    expected = 2 * math.pi * 10000 ** (2 * 8 / 64)
+    check_value("03.3", answer, expected, atol=0.01 * expected)

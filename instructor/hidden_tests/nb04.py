@@ -1,0 +1,56 @@
+"""Hidden tests for notebook 04 (attention)."""
+
+from __future__ import annotations
+
+import math
+
+import torch
+
+from hidden_tests import VALUE, call, check_value, expect, generator, hidden_test
+
+
+@hidden_test("check_dot_product_variance", "04.1", points=1, kind=VALUE)
+def dot_product_variance(answer):
+    check_value("04.1", answer, 64.0, atol=0.5)
+
+
+@hidden_test("check_most_attended_key", "04.2", points=1, kind=VALUE)
+def most_attended_key(answer):
+    if isinstance(answer, str):
+        answer = answer.strip()
+    check_value("04.2", answer, "Ball")
+
+
+def _attention(q, k, v, mask=None):
+    """softmax(q k^T / sqrt(d_k)) v in float64, written independently of course_lib."""
+    scores = q.double() @ k.double().transpose(-2, -1) / math.sqrt(q.size(-1))  # (..., q_len, k_len)
+    if mask is not None:
+        scores = scores.masked_fill(~mask, float("-inf"))
+    return (scores.softmax(dim=-1) @ v.double()).to(q.dtype)  # (..., q_len, d_v)
+
+
+@hidden_test("check_attention_by_hand", "04.3", points=3)
+def attention_by_hand(student_fn):
+    g = generator(40_417)
+
+    def randn(*shape, scale=1.0):
+        return torch.randn(*shape, generator=g) * scale
+
+    causal = torch.ones(5, 5, dtype=torch.bool).tril()  # (q_len, k_len)
+    lengths = torch.tensor([6, 2, 4])
+    padding = (torch.arange(6)[None, :] < lengths[:, None])[:, None, None, :]  # (3, 1, 1, 6)
+    cases = [
+        ("two queries, one key, d_k=3", (randn(2, 3), randn(1, 3), randn(1, 5)), None),
+        ("batch=3, q_len=4, k_len=6, d_k=5, d_v=2", (randn(3, 4, 5), randn(3, 6, 5), randn(3, 6, 2)), None),
+        ("a causal mask on 5 positions", (randn(2, 5, 6), randn(2, 5, 6), randn(2, 5, 6)), causal),
+        ("heads with a padding mask (batch=3, n_heads=2)", (randn(3, 2, 4, 8), randn(3, 2, 6, 8), randn(3, 2, 6, 8)),
+         padding),
+        ("huge scores (entries around ±60)", (randn(2, 3, 32, scale=60), randn(2, 7, 32, scale=60), randn(2, 7, 4)),
+         None),
+        ("double precision inputs", (randn(1, 3, 4).double(), randn(1, 4, 4).double(), randn(1, 4, 4).double()), None),
+    ]
+    for case, (q, k, v), mask in cases:
+        args = (q.clone(), k.clone(), v.clone()) + (() if mask is None else (mask.clone(),))
+        with torch.no_grad():
+            got = call("04.3", student_fn, case, *args)
+        expect("04.3", case, got, _attention(q, k, v, mask), atol=1e-4)

@@ -1,0 +1,49 @@
+"""Hidden tests for notebook 08 (encoder)."""
+
+from __future__ import annotations
+
+import torch
+
+from hidden_tests import VALUE, call, check_value, expect, generator, hidden_test, not_attempted
+
+
+@hidden_test("check_encoder_layer_parameters", "08.1", points=1, kind=VALUE)
+def encoder_layer_parameters(answer):
+    if isinstance(answer, bool):
+        raise AssertionError("Exercise 08.1: answer with a whole number.")
+    check_value("08.1", answer, 4 * (512 * 512 + 512) + (2 * 512 * 2048 + 2048 + 512) + 2 * 2 * 512)
+
+
+@hidden_test("check_post_norm_layer", "08.2", points=3)
+def post_norm_layer(student_fn):
+    from course_lib.layers import EncoderLayer
+    from course_lib.masks import padding_mask
+
+    g = generator(80_002)
+    ids = torch.tensor([[4, 5, 6, 7, 8], [4, 5, 0, 0, 0], [4, 5, 6, 7, 0]])
+    cases = [
+        ("eval mode, padded batch (3, 5, 12), 3 heads", 12, 3, 20, torch.randn(3, 5, 12, generator=g), ids, False),
+        ("eval mode, no mask", 8, 4, 8, torch.randn(2, 4, 8, generator=g), None, False),
+        ("training mode, dropout 0.2", 12, 2, 24, torch.randn(3, 5, 12, generator=g), ids, True),
+    ]
+    for number, (case, d_model, n_heads, d_ff, x, mask_ids, training) in enumerate(cases):
+        torch.manual_seed(80_100 + number)
+        layer = EncoderLayer(d_model, n_heads, d_ff, dropout=0.2, norm_first=False)
+        with torch.no_grad():
+            for norm in (layer.norm1, layer.norm2):
+                norm.weight.uniform_(0.3, 2.0)
+                norm.bias.uniform_(-1.0, 1.0)
+        layer.train(training)
+        mask = None if mask_ids is None else padding_mask(mask_ids)
+        torch.manual_seed(80_200 + number)
+        got = call("08.2", student_fn, case, layer, x.clone(), mask)
+        torch.manual_seed(80_200 + number)
+        expect("08.2", case, got, layer(x, mask), atol=1e-5)
+
+
+@hidden_test("check_shapes", "08.3", points=1, kind=VALUE)
+def shapes(answer):
+    if answer is None or not isinstance(answer, (tuple, list)) or any(a is None for a in answer):
+        raise not_attempted("08.3")
+    answer = tuple(tuple(a) if isinstance(a, (list, tuple, torch.Size)) else a for a in answer)
+    check_value("08.3", answer, ((16, 1, 1, 23), (16, 8, 23, 23), (16, 23, 128)))

@@ -1,0 +1,69 @@
+"""Hidden tests for notebook 12 (what changed since 2017)."""
+
+from __future__ import annotations
+
+import math
+
+import torch
+
+from hidden_tests import call, expect, generator, hidden_test
+
+
+@hidden_test("check_rms_norm", "12.1", points=2)
+def rms_norm(student_fn):
+    g = generator(120_001)
+    for case, shape, scale, offset, eps in [
+        ("x of shape (3, 4, 10)", (3, 4, 10), 3.0, 1.0, 1e-6),
+        ("x of shape (5, 2), a large offset", (5, 2), 0.1, 20.0, 1e-6),
+        ("near-zero values, eps 1e-2", (2, 6), 1e-3, 0.0, 1e-2),
+    ]:
+        x = (torch.randn(*shape, generator=g, dtype=torch.float64) * scale + offset)
+        weight = 1 + 0.3 * torch.randn(shape[-1], generator=g, dtype=torch.float64)
+        expected = x / torch.sqrt((x**2).mean(dim=-1, keepdim=True) + eps) * weight
+        got = call("12.1", student_fn, case, x.clone(), weight.clone(), eps)
+        expect("12.1", case, got, expected, atol=1e-6)
+
+
+@hidden_test("check_parameter_count", "12.2", points=3)
+def parameter_count(student_fn):
+    from course_lib.model import Transformer, TransformerConfig
+
+    configs = [
+        ("d_model 24, 3 heads, 2 + 1 layers, d_ff 40, vocabularies 70 / 60",
+         TransformerConfig(src_vocab_size=70, tgt_vocab_size=60, d_model=24, n_heads=3, n_encoder_layers=2,
+                           n_decoder_layers=1, d_ff=40)),
+        ("pre-norm, tied, learned positions (max_len 50)",
+         TransformerConfig(src_vocab_size=90, tgt_vocab_size=110, d_model=16, n_heads=2, n_encoder_layers=3,
+                           n_decoder_layers=2, d_ff=20, max_len=50, norm_first=True, tie_embeddings=True,
+                           positional="learned")),
+        ("one layer each, d_ff 8", TransformerConfig(src_vocab_size=11, tgt_vocab_size=13, d_model=8, n_heads=1,
+                                                     n_encoder_layers=1, n_decoder_layers=1, d_ff=8)),
+    ]
+    for case, config in configs:
+        with torch.device("meta"):
+            expected = Transformer(config).num_parameters()
+        got = call("12.2", student_fn, case, config)
+        if isinstance(got, torch.Tensor) and got.numel() == 1:
+            got = got.item()
+        if isinstance(got, float) and got.is_integer():
+            got = int(got)
+        expect("12.2", case, got, expected)
+
+
+@hidden_test("check_rotate_pair", "12.3", points=2)
+def rotate_pair(student_fn):
+    g = generator(120_003)
+    cases = [
+        ("(0, 1) at position 2 with theta = pi/4 -> (-1, 0)", torch.tensor([[0.0, 1.0]], dtype=torch.float64),
+         torch.tensor([2]), math.pi / 4),
+        ("6 pairs at positions 0..5, theta = 1.3", torch.randn(6, 2, generator=g, dtype=torch.float64),
+         torch.arange(6), 1.3),
+        ("positions 100 and 1, theta = 0.001", torch.randn(2, 2, generator=g, dtype=torch.float64),
+         torch.tensor([100, 1]), 0.001),
+    ]
+    for case, pair, positions, theta in cases:
+        angle = positions.double() * theta  # (seq,)
+        x, y = pair[:, 0], pair[:, 1]
+        expected = torch.stack([x * angle.cos() - y * angle.sin(), x * angle.sin() + y * angle.cos()], dim=-1)
+        got = call("12.3", student_fn, case, pair.clone(), positions.clone(), theta)
+        expect("12.3", case, got, expected, atol=1e-6)

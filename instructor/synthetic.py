@@ -1,0 +1,173 @@
+"""Synthetic submissions, derived from the course notebooks (not hand-written copies of them).
+
+Used by tests/test_instructor.py (grading three synthetic students) and by
+instructor/verify_hidden_tests.py (every hidden test passes the course's solution and rejects a
+lookup table of the public checker's cases).
+
+* right: every exercise cell gets the code of its collapsed solution, inserted before the public check call;
+* wrong: every exercise gets a plausible wrong answer (listed in WRONG below, per checker);
+* hard-coded: every function exercise is replaced by a lookup table of the public checker's visible
+  cases (recorded by spying on the public checker), which answers nothing else; one-value exercises get
+  their (only) right value, which is all a quiz answer can be.
+"""
+
+from __future__ import annotations
+
+import re
+import sys
+from pathlib import Path
+
+import nbformat
+
+ROOT = Path(__file__).resolve().parent.parent
+if str(ROOT / "scripts") not in sys.path:
+    sys.path.insert(0, str(ROOT / "scripts"))
+from student_edition import check_call, hidden_registry, is_solution_cell  # noqa: E402
+
+CODE_BLOCK = re.compile(r"```python\n(.*?)```", re.DOTALL)
+
+# A plausible mistake per exercise (the body of the exercise cell before its check call).
+WRONG = {
+    "check_head_shape": "answer_00_1 = (32, 20, 8, 16)",
+    "check_longest_sentence": "def longest_sentence(pairs, tokenizer):\n    return max(g for g, _ in pairs)",
+    "check_one_hot_embed": "def embed_via_one_hot(ids, weight):\n    return weight[ids.flip(-1)]  # tokens in the wrong order",
+    "check_scaled_embedding": ("class ScaledEmbedding(nn.Module):  # the bug left in\n"
+                               "    def __init__(self, vocab_size, d_model):\n"
+                               "        super().__init__()\n"
+                               "        self.embedding = nn.Embedding(vocab_size, d_model)\n\n"
+                               "    def forward(self, x):\n"
+                               "        return self.embedding(x) * math.sqrt(x.size(-1))"),
+    "check_norms": "answer_02_3 = (16.0, 1.0, 11.31)",
+    "check_dot_product_variance": "answer_04_1 = 8",
+    "check_most_attended_key": 'answer_04_2 = "Katze"',
+    "check_attention_by_hand": ("def attention_by_hand(q, k, v, mask=None):\n"
+                                "    scores = q @ k.transpose(-2, -1)  # forgot / sqrt(d_k)\n"
+                                "    if mask is not None:\n"
+                                "        scores = scores.masked_fill(~mask, float('-inf'))\n"
+                                "    return scores.softmax(dim=-1) @ v"),
+    "check_decoder_mask": ("def decoder_mask(tgt, pad_id=0):\n"
+                           "    n = tgt.size(1)\n"
+                           "    return (tgt != pad_id)[:, None, None, :] & torch.ones(n, n, dtype=torch.bool).triu()"),
+    "check_picture": "picture = [[1, 0, 0, 0, 0], [1, 1, 0, 0, 0], [1, 1, 1, 0, 0], [1, 1, 1, 1, 0], [1, 1, 1, 1, 1]]",
+    "check_fixed_masks": ("def fixed_masks(src, tgt, pad_id=0):\n"
+                          "    n = tgt.size(1)\n"
+                          "    return (src == pad_id)[:, None, None, :], torch.ones(n, n, dtype=torch.bool).triu(1)"),
+}
+
+# Answers only the inputs the public checker showed it (compared value by value), garbage otherwise.
+LOOKUP_TABLE = '''
+def _same(a, b):
+    import torch
+    if isinstance(a, torch.Tensor) or isinstance(b, torch.Tensor):
+        return isinstance(a, torch.Tensor) and isinstance(b, torch.Tensor) and a.shape == b.shape and a.dtype == b.dtype and bool((a == b).all())
+    if isinstance(a, (list, tuple)) and isinstance(b, (list, tuple)):
+        return len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b))
+    return a == b
+
+_visible = []
+def _spy(*args):
+    out = {name}(*args)
+    _visible.append((args, out))
+    return out
+
+{module}.{checker}(_spy{rest}, quiet=True)  # record the visible cases and their answers
+print(f"hard-coded {{len(_visible)}} visible cases")
+
+def {name}(*args):
+    for seen, out in _visible:
+        if _same(seen, args):
+            return out
+    return _visible[0][1]  # an input it has never seen: answer anything
+'''
+
+
+# Solutions written as prose, without a code block: the answer in code.
+PROSE_SOLUTIONS = {
+    "check_recipe_fix": 'answer_10_4 = {"B", "D"}',
+}
+
+
+def solution_code(nb, index: int) -> str:
+    """The Python code of the collapsed solution that follows cell ``index``."""
+    for cell in nb.cells[index + 1:index + 3]:
+        if is_solution_cell(cell):
+            code = "\n".join(block.rstrip() for block in CODE_BLOCK.findall(cell.source))
+            if code:
+                return code
+            found = check_call(nb.cells[index].source)
+            if found and found[1] in PROSE_SOLUTIONS:
+                return PROSE_SOLUTIONS[found[1]]
+            raise LookupError(f"the solution after cell {index} has no code block: add it to PROSE_SOLUTIONS")
+    raise LookupError(f"no solution cell after cell {index}")
+
+
+def with_solution(before: str, solution: str) -> str:
+    """The exercise code ``before`` its check call, answered with ``solution``.
+
+    A solution that is a whole definition or assignment is appended (it replaces the stub); one that is
+    a fragment (an indented line fixing one line of a given function) replaces the line it fixes.
+    """
+    try:
+        compile(solution, "<solution>", "exec")
+    except SyntaxError:
+        lines = before.splitlines()
+        for fix in solution.splitlines():
+            lhs = fix.split("=")[0].rstrip()
+            matches = [i for i, line in enumerate(lines) if line.split("=")[0].rstrip() == lhs]
+            if not fix.strip() or len(matches) != 1:
+                raise ValueError(f"cannot place the solution fragment {fix!r}") from None
+            lines[matches[0]] = fix
+        return "\n".join(lines)
+    return f"{before}\n\n{solution}"
+
+
+def hardcoded_source(before: str, solution: str, module: str, checker: str, arguments: str) -> str:
+    """The exercise answered by a lookup table of the public checker's visible cases (see LOOKUP_TABLE)."""
+    name, *others = [a.strip() for a in arguments.split(",")]
+    rest = "".join(f", {a}" for a in others)
+    table = LOOKUP_TABLE.format(name=name, module=module, checker=checker, rest=rest)
+    return f"{with_solution(before, solution)}\n{table}"
+
+
+def _split_check(source: str) -> tuple[str, str]:
+    """(source before the check call, the check call line)."""
+    lines = source.rstrip().splitlines()
+    for i in range(len(lines) - 1, -1, -1):
+        if re.match(r"nb\d\d\.check_", lines[i]):
+            return "\n".join(lines[:i]), "\n".join(lines[i:])
+    raise ValueError("no check call in the exercise cell")
+
+
+def make_submission(course_nb: Path, student_nb: Path, kind: str, target: Path) -> None:
+    """Write ``target``: the student edition ``student_nb`` with every exercise answered the ``kind`` way."""
+    course = nbformat.read(course_nb, as_version=4)
+    answers = {}  # checker -> new source of the exercise cell
+    registry = hidden_registry()
+    for index, cell in enumerate(course.cells):
+        found = check_call(cell.source) if cell.cell_type == "code" else None
+        if not found:
+            continue
+        module, checker, arguments = found
+        before, check = _split_check(cell.source)
+        solution = solution_code(course, index)
+        if kind == "right":
+            answers[checker] = f"{with_solution(before, solution)}\n\n{check}"
+        elif kind == "wrong":
+            answers[checker] = f"{before}\n\n{WRONG[checker]}\n\n{check}"
+        elif kind == "hardcoded":
+            test = registry[(module, checker)]
+            if test.kind == "value":
+                answers[checker] = f"{with_solution(before, solution)}\n\n{check}"
+            else:
+                answers[checker] = f"{hardcoded_source(before, solution, module, checker, arguments)}\n{check}"
+        else:
+            raise ValueError(f"kind must be right, wrong or hardcoded, got {kind!r}")
+    nb = nbformat.read(student_nb, as_version=4)
+    for cell in nb.cells:
+        found = check_call(cell.source) if cell.cell_type == "code" else None
+        if found and found[1] in answers:
+            cell.source = answers.pop(found[1])
+    if answers:
+        raise LookupError(f"exercise cells not found in the student edition: {sorted(answers)}")
+    target.parent.mkdir(parents=True, exist_ok=True)
+    nbformat.write(nb, target)

@@ -1,0 +1,36 @@
+"""Hidden tests for notebook 13 (your own Transformer)."""
+
+from __future__ import annotations
+
+import torch
+from torch import nn
+
+from hidden_tests import VALUE, call, check_value, expect, generator, hidden_test
+
+
+@hidden_test("check_fixed_layer_norm", "13.1", points=2)
+def fixed_layer_norm(student_cls):
+    g = generator(130_001)
+    for case, d, scale, shift in [("d 7, large values", 7, 40.0, -3.0), ("d 2", 2, 1.0, 0.5),
+                                  ("d 33, near-constant rows", 33, 1e-3, 2.0)]:
+        module = call("13.1", student_cls, f"RepairedLayerNorm({d})", d)
+        vectors = [p for p in module.parameters() if tuple(p.shape) == (d,)]
+        x = torch.randn(3, 4, d, generator=g) * scale + shift
+        reference = nn.LayerNorm(d)
+        if len(vectors) == 2:  # gamma, beta in that order: give them values that matter
+            with torch.no_grad():
+                vectors[0].copy_(torch.rand(d, generator=g) + 0.5)
+                vectors[1].copy_(torch.randn(d, generator=g))
+                reference.weight.copy_(vectors[0])
+                reference.bias.copy_(vectors[1])
+        with torch.no_grad():
+            got = call("13.1", module, case, x.clone())
+            expected = reference(x)
+        expect("13.1", case, got, expected, atol=1e-4)
+
+
+@hidden_test("check_attention_calls", "13.2", points=1, kind=VALUE)
+def attention_calls(answer):
+    if isinstance(answer, bool):
+        raise AssertionError("Exercise 13.2: answer with a whole number.")
+    check_value("13.2", answer, 2 * 1 + 2 * 2)

@@ -14,7 +14,7 @@ inside a checked phrase or declared in ``notebooks/prose_facts.txt`` as a fact f
 (the paper, another project) or a figure the text itself sets (an exercise's input).
 
 Rules for the figures inside a phrase: ``$...$`` (LaTeX) and ```...``` (code) are skipped; ``1,234``
-and ``1.5`` are numbers, ``−`` or ``-`` directly before a digit makes them negative; a following
+``1.5`` and ``1.6e+19`` are numbers, ``−`` or ``-`` directly before a digit makes them negative; a following
 ``thousand``/``million``/``k``/``M`` multiplies them. Percentages are compared as written (pass 52
 for "52 %").
 """
@@ -26,7 +26,7 @@ import re
 
 __all__ = ["check", "figures"]
 
-_NUMBER = re.compile(r"(?<![\w.])([−-])?(\d{1,3}(?:,\d{3})+|\d+(?:\.\d+)?)(?:\s*(thousand|million|k\b|M\b))?")
+_NUMBER = re.compile(r"(?<![\w.])([−-])?(\d{1,3}(?:,\d{3})+|\d+(?:\.\d+)?(?:e[+-]?\d+)?)(?:\s*(thousand|million|k\b|M\b))?")
 _SCALE = {"thousand": 1e3, "k": 1e3, "million": 1e6, "M": 1e6}
 _SKIP = re.compile(r"\$\$.*?\$\$|\$[^$]*\$|`[^`]*`", re.S)
 
@@ -44,9 +44,11 @@ def figures(phrase: str) -> list[tuple[float, float]]:
     out = []
     for match in _NUMBER.finditer(_SKIP.sub(" ", phrase)):
         sign, digits, unit = match.groups()
+        mantissa, _, exponent = digits.partition("e")
         value = float(digits.replace(",", ""))
-        decimals = len(digits.split(".")[1]) if "." in digits else 0
-        factor = _SCALE.get(unit, 1.0)
+        decimals = len(mantissa.split(".")[1]) if "." in mantissa else 0
+        factor = _SCALE.get(unit, 1.0) * 10.0 ** int(exponent or 0)
+        value = value / 10.0 ** int(exponent or 0)  # the factor puts the exponent back
         value = -value * factor if sign else value * factor
         out.append((value, 0.5 * 10.0**-decimals * factor))
     return out

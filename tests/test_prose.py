@@ -24,7 +24,7 @@ from course_lib import prose
 ROOT = Path(__file__).resolve().parent.parent
 NOTEBOOKS = sorted((ROOT / "notebooks").glob("*.ipynb"))
 FACTS = ROOT / "notebooks" / "prose_facts.txt"
-NUMBER = re.compile(r"(?<![\w.])(\d{1,3}(?:,\d{3})+|\d+(?:\.\d+)?)")
+NUMBER = re.compile(r"(?<![\w.])(\d{1,3}(?:,\d{3})+|\d+(?:\.\d+)?(?:e[+-]?\d+)?)")
 SKIP_WORDS = ("notebook", "exercise", "section", "step ", "cell", "figure", "layer ")
 HIDDEN = re.compile(r"\$\$.*?\$\$|\$[^$]*\$|`[^`]*`|\(https?://[^)]*\)|<[^>]*>", re.S)
 
@@ -127,6 +127,7 @@ def test_check_reads_the_figures_from_the_phrase():
     assert prose.figures("about 24,000 pairs and −1.9247, $d_{12}$ `x = 99` 355 thousand") == [
         (24000.0, 0.5), (-1.9247, 0.00005), (355000.0, 500.0)]
     prose.check("BLEU 99.0 and 1,928 steps", 98.96, 1928)
+    prose.check("a ratio of 1.6e+19", 1.62e19)
     prose.check("about 24,000 training pairs", 24_013, rel=0.05)
     with pytest.raises(AssertionError, match="24,000"):
         prose.check("about 24,000 training pairs", 20_000, rel=0.05)

@@ -75,7 +75,7 @@ def check(phrase: str, *values: float, rel: float | None = None, abs: float | No
         raise ValueError(f"phrase {phrase!r} quotes {len(quoted)} figures {[q for q, _ in quoted]}, "
                          f"but {len(values)} values were given")
     for (figure, resolution), value in zip(quoted, values, strict=True):
-        value = float(value)
+        value = float(value.detach() if hasattr(value, "detach") else value)  # tensors, numbers
         if rel is not None or abs is not None:
             tolerance = max((rel or 0.0) * math.fabs(figure), abs or 0.0)
         else:

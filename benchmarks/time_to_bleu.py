@@ -1,7 +1,7 @@
 """Time-to-BLEU: how many seconds of training the course model and ``nn.Transformer`` need to reach
 BLEU 90 and 97 on the toy corpus, with the same recipe, data, seed and wrapper, in the same run.
 
-Both models share everything but the layer stacks: the course ``TokenEmbedding`` (N(0, d_model^-0.5)
+Both models share everything but the layer stacks: the course ``TokenEmbedding`` (N(0, 1/d_model)
 init, scaled by sqrt(d_model)), the sinusoidal positions, a linear generator, the label-smoothed loss,
 Adam with the warm-up schedule, weight averaging and the length-bucketed batches of the command line.
 Every ``--eval-every`` seconds of training, greedy BLEU on the validation split is measured; the

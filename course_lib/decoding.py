@@ -20,9 +20,10 @@ beam member with the best GNMT length-normalised score ``log p(y) / ((5 + |y|) /
 (Wu et al. 2016; ``alpha = 0`` means no normalisation).
 
 Translating many sentences is fastest in length-sorted batches of 64-128 (see
-:func:`translate_sentences`): padding stays short and the per-step overhead is shared. Measured on
-the 1,000 toy test sentences with one CPU thread: 0.34 s in batches of 96 with the cache (about 5x
-slower without it), 1 s in one batch of 1,000, 6 s one sentence at a time.
+:func:`translate_sentences`): padding stays short and the per-step overhead is shared. Measured once on
+the course's idle build machine, 1,000 toy test sentences, one CPU thread: 0.34 s in batches of 96
+with the cache (about 5x slower without it), 1 s in one batch of 1,000, 6 s one sentence at a time.
+Absolute times depend on the machine and its load; notebook 11 measures the ratios on yours.
 """
 
 from __future__ import annotations

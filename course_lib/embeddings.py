@@ -1,9 +1,11 @@
 """Token embeddings and positional encodings.
 
 ``TokenEmbedding`` multiplies by sqrt(d_model) (as in "Attention Is All You Need") and is
-therefore initialised small, N(0, d_model^-0.5): the scaled vectors then have unit size,
-comparable to the positional encoding. With PyTorch's default N(0, 1) the token signal is
-sqrt(d_model) times larger than the positions and training is much slower (see notebook 02).
+therefore initialised small, N(0, 1/d_model) (standard deviation d_model^-0.5): the scaled
+vectors then have entries of unit size and length sqrt(d_model), comparable to the positional
+encoding's sqrt(d_model / 2). With PyTorch's default N(0, 1) the scaled token vectors have length
+about d_model, sqrt(2 * d_model) times (11 times for d_model 64) longer than the positions, and
+training is slower (notebooks 02 and 10).
 
 ``SinusoidalPositionalEncoding`` implements, for position p and frequency pair i,
 
@@ -73,7 +75,7 @@ class TokenEmbedding(nn.Module):
         self.reset_parameters()
 
     def reset_parameters(self) -> None:
-        """N(0, d_model^-0.5) so that after the sqrt(d_model) scaling vectors have unit scale; pad row zero."""
+        """N(0, 1/d_model) (std d_model^-0.5): after the sqrt(d_model) scaling entries have unit scale; pad row zero."""
         nn.init.normal_(self.embedding.weight, mean=0.0, std=self.d_model**-0.5)
         with torch.no_grad():
             self.embedding.weight[self.pad_id].zero_()

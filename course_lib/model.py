@@ -162,7 +162,7 @@ class Transformer(nn.Module):
 
     def _reset_parameters(self) -> None:
         # Xavier for every matrix in the attention and feed-forward blocks (as nn.Transformer does),
-        # but NOT for the embeddings: they keep N(0, d_model^-0.5) and their zero padding row.
+        # but NOT for the embeddings: they keep N(0, 1/d_model) and their zero padding row.
         for name, param in self.named_parameters():
             if param.dim() > 1 and ".embedding." not in name:
                 nn.init.xavier_uniform_(param)

@@ -1,4 +1,4 @@
-"""Command line: train a German→English translator and evaluate it on the held-out test split.
+r"""Command line: train a German→English translator and evaluate it on the held-out test split.
 
 By default it trains the course model on the toy corpus for a two-minute budget and prints the test
 BLEU (sacrebleu, with its signature), the exact-match rate and a few sample translations::
@@ -11,7 +11,7 @@ BLEU (sacrebleu, with its signature), the exact-match rate and a few sample tran
 
 The shipped checkpoint ``data/checkpoints/toy_de_en.pt`` was made with::
 
-    python -m course_lib.train --time-budget 120 --threads 1 --seed 0 --weights-only \
+    python -m course_lib.train --time-budget 120 --threads 1 --seed 0 --weights-only --no-progress \
         --output data/checkpoints/toy_de_en.pt
 
 (see ``data/checkpoints/README.md`` for the measured numbers). Every option: ``--help``.

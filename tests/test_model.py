@@ -199,7 +199,7 @@ def test_xavier_init_keeps_zero_padding_row_and_small_embeddings():
     for emb in (model.encoder.embedding, model.decoder.embedding):
         assert torch.equal(emb.weight[0], torch.zeros(32))
         std = float(emb.weight.detach()[1:].std())
-        assert abs(std - 32**-0.5) < 0.05 * 32**-0.5  # N(0, d^-0.5), not Xavier's bound
+        assert abs(std - 32**-0.5) < 0.05 * 32**-0.5  # N(0, 1/d): std d^-0.5, not Xavier's bound
     # matrices of the blocks were Xavier-initialised: uniform within +-sqrt(6 / (fan_in + fan_out))
     w = model.encoder.layers[0].self_attn.q_proj.weight.detach()
     bound = math.sqrt(6 / (32 + 32))

@@ -10,6 +10,7 @@ closing summary. Also builds slides for one notebook.
 
 from __future__ import annotations
 
+import ast
 import json
 import re
 import subprocess
@@ -25,6 +26,7 @@ IGNORE_TAGS = ("nbval-ignore-output", "raises-exception", "nbval-skip")
 MACHINE_PATH = re.compile(r"(?<![\w.:/])/(?:[\w.-]+/){2,}[\w.-]*|site-packages")
 ADDRESS = re.compile(r"0x[0-9a-fA-F]{8,}")
 TIMING = re.compile(r"\b\d+(\.\d+)?\s?(s/it|it/s|ms|µs|sec|seconds)\b")
+CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")  # everything below space except tab and newline
 MAX_OUTPUT_BYTES = 300_000
 MAX_NOTEBOOK_BYTES = 3_000_000
 
@@ -100,6 +102,34 @@ def test_outputs_are_portable_and_small(notebook):
             if not ignored:
                 assert not ADDRESS.search(text), f"{path.name} cell {i}: memory address in a compared output"
                 assert not TIMING.search(text), f"{path.name} cell {i}: timing in a compared output: {text[:200]}"
+
+
+def test_no_control_characters_in_markdown_or_code_strings(notebook):
+    """A control character in a cell is almost always a LaTeX command eaten by a string escape:
+    `\\rVert` stored as a carriage return + "Vert", or "\\beta" in a non-raw code string (a backspace).
+    Tabs and newlines are allowed."""
+    path, nb = notebook
+    for i, cell in enumerate(nb["cells"]):
+        text = source(cell)
+        found = CONTROL.search(text)
+        assert not found, f"{path.name} cell {i}: control character {found[0]!r} in the cell source near {text[max(0, found.start() - 30):found.end() + 30]!r}"
+        if cell["cell_type"] != "code":
+            continue
+        try:
+            tree = ast.parse(text)
+        except SyntaxError:
+            continue  # IPython syntax (magics); nbval runs the cell anyway
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Constant) and isinstance(node.value, str):
+                bad = CONTROL.search(node.value)
+                assert not bad, (f"{path.name} cell {i}, line {node.lineno}: a string literal holds the control character "
+                                 f"{bad[0]!r} (write a raw string r\"...\" or double the backslash)")
+
+
+def test_the_control_character_check_can_fail():
+    assert CONTROL.search("\\lVert u \rVert")  # what a non-raw "\\lVert u \\rVert" turns into
+    assert CONTROL.search("\x08eta")  # "\\beta" in a non-raw string
+    assert not CONTROL.search("line one\n\tline two")
 
 
 def test_opening_cell_has_badge_goals_prerequisites_and_run_time(notebook):

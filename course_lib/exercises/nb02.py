@@ -109,7 +109,7 @@ NORM_D_MODEL = 256
 
 
 def expected_norms(d_model: int = NORM_D_MODEL) -> tuple[float, float, float]:
-    """(token with N(0, 1) init, token with N(0, d_model^-0.5) init, positional encoding), all after the scaling."""
+    """(token with N(0, 1) init, token with N(0, 1/d_model) init, positional encoding), all after the scaling."""
     return float(d_model), math.sqrt(d_model), math.sqrt(d_model / 2)
 
 

@@ -120,15 +120,68 @@ def keep_part(module: str, source: str, directory: str | Path = ".", package: st
         raise
 
 
+def skeleton(module: str) -> str:
+    """The body of a blank ``%%my_part <module>`` cell: each contract and a stub to replace (student edition)."""
+    if module not in module_names():
+        raise ValueError(f"module must be one of {module_names()}, got {module!r}")
+    lines = [f"# Your {module.replace('_', ' ')}, as a file of your own package: copy or rewrite your code from the",
+             "# cells above (math, torch, nn and F are imported for you; import your other parts from my_transformer)."]
+    for spec in PARTS:
+        if spec.module != module:
+            continue
+        lines.append(f"# contract: {spec.signature}")
+        if spec.attribute[0].isupper():
+            lines += [f"class {spec.attribute}(nn.Module):", "    def __init__(self, *args, **kwargs):",
+                      "        super().__init__()", "        raise NotImplementedError", ""]
+        else:
+            lines += [f"def {spec.attribute}(*args, **kwargs):", "    raise NotImplementedError", ""]
+    return "\n".join(lines).rstrip("\n")
+
+
+def _not_written(error: Exception) -> bool:
+    """True if the part only raised NotImplementedError (the stub is still there)."""
+    return isinstance(error, PartContractError) and isinstance(error.__cause__, NotImplementedError)
+
+
 def my_part(line: str, cell: str) -> None:
     """The ``%%my_part <module>`` cell magic: save the cell as ``my_transformer/<module>.py``, check it."""
     module = line.strip()
     if module not in module_names():
         raise ValueError(f"%%my_part needs one of {module_names()}, got {module!r}")
-    checked = keep_part(module, cell)
+    try:
+        checked = keep_part(module, cell)
+    except PartContractError as error:
+        if not _not_written(error):
+            raise
+        print(f"⏳ not saved yet: replace `raise NotImplementedError` with your {module.replace('_', ' ')} and run "
+              "the cell again")
+        return
     names = ", ".join(c.split(" ")[0] for c in checked)
     print(f"saved {MY_PACKAGE}/{module}.py; its contract holds for: {', '.join(checked)}")
     print(f"use it with: from {MY_PACKAGE}.{module} import {names}")
+
+
+def check_saved_part(part: str, directory: str | Path = ".", package: str = MY_PACKAGE):
+    """Compare the saved ``part`` with course_lib's and print the verdict; None (and a note) if it is not saved.
+
+    Args:
+        part: a part name of :data:`course_lib.parts.PART_NAMES`, e.g. ``"attention"``.
+        directory: the folder that holds the package.
+        package: the package name.
+
+    Returns:
+        The :class:`course_lib.diagnosis.Finding`, or None when the part has not been saved yet.
+    """
+    from .assembly import load_my_parts
+    from .diagnosis import compare_with_course
+
+    parts = load_my_parts(directory, package)
+    if part not in parts:
+        print(f"⏳ {part}: not saved yet (run the %%my_part cell above with your code)")
+        return None
+    finding = compare_with_course(part, parts[part])
+    print(f"{'✅' if finding.ok else '❌'} {part}: {finding.evidence}")
+    return finding
 
 
 def load_ipython_extension(ipython) -> None:

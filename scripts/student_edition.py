@@ -2,7 +2,9 @@
 
 Derived from whatever notebooks are in ``notebooks/``, never edited by hand:
 
-1. every collapsed solution (a markdown cell holding ``<details><summary>…solution…``) is removed;
+1. every collapsed solution (a markdown cell holding ``<details><summary>…solution…``) is removed, and
+   every ``%%my_part`` cell (the notebook's own version of a part) keeps only the part's contract and
+   a stub, so that students save their own parts (the cell after it reports "not saved yet");
 2. after every exercise cell (a cell that calls ``nbNN.check_…(…)``) a locked nbgrader test cell is
    inserted. Its visible part tells the student that the exercise is graded; its hidden part (between
    ``### BEGIN HIDDEN TESTS`` and ``### END HIDDEN TESTS``) calls the exercise's hidden test from
@@ -35,6 +37,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import nbformat
+
+from course_lib.my_parts import skeleton
 
 ROOT = Path(__file__).resolve().parent.parent
 HIDDEN_TESTS_DIR = ROOT / "instructor"
@@ -159,6 +163,30 @@ def grading_cell(exercise: Exercise):
     return cell
 
 
+MY_PART = re.compile(r"^%%my_part (\w+)")
+COMPARED_PART = re.compile(r"compare_with_course\(['\"](\w+)['\"]")
+
+
+def blank_part_cell(cell):
+    """Students write their own parts: a ``%%my_part`` cell keeps only its contract and a stub, and the cell
+    that compares the saved part with course_lib's reports "not saved yet" instead of failing."""
+    if cell.cell_type != "code":
+        return cell
+    match = MY_PART.match(cell.source)
+    if match:
+        blank = nbformat.v4.new_code_cell(f"%%my_part {match.group(1)}\n{skeleton(match.group(1))}",
+                                          metadata=cell.metadata)
+        blank.id = cell.id
+        return blank
+    if "from my_transformer." in cell.source and COMPARED_PART.search(cell.source):
+        calls = "\n".join(f"check_saved_part({part!r})" for part in COMPARED_PART.findall(cell.source))
+        blank = nbformat.v4.new_code_cell(f"from course_lib.my_parts import check_saved_part\n\n{calls}",
+                                          metadata=cell.metadata)
+        blank.id = cell.id
+        return blank
+    return cell
+
+
 def instructor_notebook(nb, exercises: list[Exercise]):
     """The nbgrader source version of a course notebook: solutions removed, hidden test cells inserted."""
     graded = {e.cell_index: e for e in exercises if e.points}
@@ -167,7 +195,7 @@ def instructor_notebook(nb, exercises: list[Exercise]):
     for index, cell in enumerate(nb.cells):
         if is_solution_cell(cell):
             continue
-        source.cells.append(cell)
+        source.cells.append(blank_part_cell(cell))
         if index in graded:
             source.cells.append(grading_cell(graded[index]))
     return source

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import sys
 from pathlib import Path
 
 import pytest
@@ -12,7 +13,7 @@ from torch import nn
 from course_lib.assembly import AssembledTransformer, build_transformer, load_my_parts, ownership_table
 from course_lib.model import Transformer, TransformerConfig
 from course_lib.my_parts import keep_part, module_names
-from course_lib.parts import PART_NAMES, PartContractError, check_part
+from course_lib.parts import PART_NAMES, PARTS, PartContractError, check_part
 
 NOTEBOOKS = Path(__file__).resolve().parents[1] / "notebooks"
 CONFIG = TransformerConfig(src_vocab_size=23, tgt_vocab_size=19, d_model=16, n_heads=4, d_ff=32)
@@ -147,9 +148,11 @@ def test_keep_part_saves_checks_and_restores_on_failure(tmp_path):
 
 
 def test_the_cell_magic_is_registered(tmp_path, monkeypatch):
+    from IPython import get_ipython
     from IPython.testing.globalipapp import start_ipython
 
-    shell = start_ipython()
+    start_ipython()
+    shell = get_ipython()
     monkeypatch.chdir(tmp_path)
     shell.run_line_magic("load_ext", "course_lib.my_parts")
     shell.run_cell_magic("my_part", "layer_norm",
@@ -163,3 +166,46 @@ def test_the_cell_magic_is_registered(tmp_path, monkeypatch):
 def test_check_part_rejects_unknown_names():
     with pytest.raises(ValueError, match="name must be one of"):
         check_part("encoder", nn.Identity)
+
+
+@pytest.mark.parametrize("module", module_names())
+def test_a_blank_part_cell_waits_for_the_student(module, tmp_path, monkeypatch, capsys):
+    """The student edition's %%my_part cells hold only the contract and a stub: running one saves nothing."""
+    from IPython import get_ipython
+    from IPython.testing.globalipapp import start_ipython
+
+    from course_lib.my_parts import check_saved_part, skeleton
+
+    start_ipython()
+    shell = get_ipython()
+    monkeypatch.chdir(tmp_path)
+    shell.run_line_magic("load_ext", "course_lib.my_parts")
+    shell.run_cell_magic("my_part", module, skeleton(module))
+    assert "not saved yet" in capsys.readouterr().out
+    assert not (tmp_path / "my_transformer" / f"{module}.py").exists()
+    assert check_saved_part(next(s.name for s in PARTS if s.module == module)) is None
+
+
+def test_the_student_edition_hands_out_no_part_code():
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("student_edition", NOTEBOOKS.parent / "scripts" / "student_edition.py")
+    edition = importlib.util.module_from_spec(spec)
+    sys.modules["student_edition"] = edition  # its dataclasses need their module registered
+    spec.loader.exec_module(edition)
+    import nbformat
+
+    seen = 0
+    for path in sorted(NOTEBOOKS.glob("[0-9][0-9]_*.ipynb")):
+        for cell in nbformat.read(path, 4).cells:
+            blank = edition.blank_part_cell(cell)
+            if cell.cell_type == "code" and cell.source.startswith("%%my_part"):
+                seen += 1
+                body = {line.strip() for line in cell.source.splitlines()[1:] if line.strip()}
+                handed_out = {line.strip() for line in blank.source.splitlines()}
+                leaked = {line for line in body & handed_out if not line.startswith(("class ", "def ", "#"))}
+                assert leaked <= {"super().__init__()"}, f"{path.name}: {sorted(leaked)[:3]}"
+                assert "raise NotImplementedError" in blank.source
+            elif "from my_transformer." in cell.source and "compare_with_course(" in cell.source:
+                assert "from my_transformer" not in blank.source and "check_saved_part(" in blank.source
+    assert seen == 9  # one %%my_part cell per saved module, notebooks 02-09

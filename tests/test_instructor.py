@@ -88,8 +88,15 @@ def test_every_exercise_is_graded_by_a_hidden_test(edition):
 
 
 def test_hidden_tests_are_not_in_the_package():
-    setuptools = (ROOT / "pyproject.toml").read_text().split("[tool.setuptools]")[1].split("\n[")[0]
-    assert re.search(r'^packages = \["course_lib"\]$', setuptools, flags=re.MULTILINE), setuptools
+    from setuptools import find_packages
+
+    match = re.search(r"^\[tool\.setuptools\.packages\.find\]\ninclude = \[([^\]]*)\]", (ROOT / "pyproject.toml").read_text(),
+                      flags=re.MULTILINE)
+    assert match, "pyproject.toml must list the packages with [tool.setuptools.packages.find] include = [...]"
+    find = {"include": [name.strip().strip('"') for name in match.group(1).split(",")]}
+    packaged = find_packages(str(ROOT), include=find["include"])
+    assert "course_lib" in packaged and "course_lib.exercises" in packaged, packaged
+    assert not [p for p in packaged if not p.startswith("course_lib")], packaged  # instructor/ stays out
     assert not list((ROOT / "course_lib").rglob("hidden_tests*"))
     assert (ROOT / "instructor" / "hidden_tests" / "__init__.py").exists()
 

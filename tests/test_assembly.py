@@ -78,11 +78,15 @@ def test_a_broken_promise_names_the_part(part, broken, promise):
     assert error.value.part == part
 
 
-def test_the_saved_parts_of_the_notebooks_train_and_decode():
+@pytest.mark.parametrize("norm_first", [False, True], ids=["post-norm", "pre-norm"])
+def test_the_saved_parts_of_the_notebooks_train_and_decode(norm_first):
     parts = load_my_parts(NOTEBOOKS)
     assert sorted(parts) == sorted(PART_NAMES)
     torch.manual_seed(0)
-    model = build_transformer(CONFIG, parts)
+    config = TransformerConfig(src_vocab_size=23, tgt_vocab_size=19, d_model=16, n_heads=4, d_ff=32,
+                               norm_first=norm_first)
+    model = build_transformer(config, parts)
+    assert isinstance(model.decoder.norm, nn.Identity) != norm_first  # pre-norm ends each stack with a LayerNorm
     assert isinstance(model, AssembledTransformer)
     src = torch.randint(4, 23, (4, 7))
     tgt = torch.randint(4, 19, (4, 6))

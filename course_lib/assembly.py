@@ -50,6 +50,60 @@ class _AttentionWithFunction(MultiHeadAttention):
         return (output, weights) if return_attention else output
 
 
+def _twin_weights(inner: nn.Module, d_model: int, n_heads: int, query, key, value, mask) -> torch.Tensor | None:
+    """Attention weights of a supplied multi-head attention, computed by course_lib's with the same projections.
+
+    Possible when the part holds exactly four ``d_model x d_model`` projections, in the order q, k, v, out
+    (stage 1 of ``find_my_bug`` checks that the two then agree); otherwise None.
+    """
+    linears = [m for m in inner.modules() if isinstance(m, nn.Linear)]
+    if len(linears) != 4 or any(tuple(m.weight.shape) != (d_model, d_model) for m in linears):
+        return None
+    twin = MultiHeadAttention(d_model, n_heads).to(query.device).eval()
+    with torch.no_grad():
+        for mine, theirs in zip(linears, (twin.q_proj, twin.k_proj, twin.v_proj, twin.out_proj), strict=True):
+            theirs.weight.copy_(mine.weight)
+            theirs.bias.copy_(mine.bias if mine.bias is not None else torch.zeros_like(theirs.bias))
+        _, weights = twin(query, key, value, mask=mask, return_attention=True)  # (batch, n_heads, q_len, k_len)
+    return weights.detach()
+
+
+class AttentionRecorder(nn.Module):
+    """Wraps a supplied multi-head attention so that ``course_lib.model.record_attention`` sees its weights.
+
+    The supplied part computes the output; when recording is on, the weights come from a course_lib twin
+    with the same four projections (see :func:`_twin_weights`).
+
+    Args:
+        inner: the supplied multi-head attention module.
+        d_model: model width.
+        n_heads: number of heads.
+    """
+
+    records_attention = True  # picked up by course_lib.model.attention_modules
+
+    def __init__(self, inner: nn.Module, d_model: int, n_heads: int):
+        super().__init__()
+        self.inner = inner
+        self.d_model, self.n_heads = d_model, n_heads
+        self.keep_attention = False
+        self.last_attention: torch.Tensor | None = None
+
+    def forward(self, query, key, value, mask=None):
+        output = self.inner(query, key, value, mask=mask)  # (batch, q_len, d_model)
+        if self.keep_attention:
+            self.last_attention = _twin_weights(self.inner, self.d_model, self.n_heads, query, key, value, mask)
+        return output
+
+
+def _wrap_attention(model: nn.Module, attention_class: type, d_model: int, n_heads: int) -> None:
+    """Replace every ``attention_class`` module inside ``model`` by an :class:`AttentionRecorder` around it."""
+    for parent in list(model.modules()):
+        for name, child in list(parent.named_children()):
+            if isinstance(child, attention_class) and not isinstance(parent, AttentionRecorder):
+                setattr(parent, name, AttentionRecorder(child, d_model, n_heads))
+
+
 class _Factories:
     """Makes each sub-module from the student's part when supplied, else from course_lib."""
 
@@ -151,6 +205,8 @@ class AssembledTransformer(nn.Module):
         for name, param in self.named_parameters():  # Xavier for matrices, as course_lib.model.Transformer
             if param.dim() > 1 and ".embedding." not in name:
                 nn.init.xavier_uniform_(param)
+        if isinstance(self.parts.get("multi_head_attention"), type):  # let record_attention see its weights
+            _wrap_attention(self, self.parts["multi_head_attention"], config.d_model, config.n_heads)
 
     def num_parameters(self) -> int:
         """Number of trainable parameters."""

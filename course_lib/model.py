@@ -218,8 +218,13 @@ class Transformer(nn.Module):
 
 
 def attention_modules(model: nn.Module) -> dict[str, MultiHeadAttention]:
-    """Every attention block of a model by name, e.g. ``'decoder.layers.0.cross_attn'``."""
-    return {name: m for name, m in model.named_modules() if isinstance(m, MultiHeadAttention)}
+    """Every attention block of a model by name, e.g. ``'decoder.layers.0.cross_attn'``.
+
+    Course ``MultiHeadAttention`` modules, and any module that declares ``records_attention = True``
+    and has ``keep_attention`` / ``last_attention`` (``course_lib.assembly.AttentionRecorder``).
+    """
+    return {name: m for name, m in model.named_modules()
+            if isinstance(m, MultiHeadAttention) or getattr(m, "records_attention", False)}
 
 
 @contextmanager

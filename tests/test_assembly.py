@@ -213,3 +213,33 @@ def test_the_student_edition_hands_out_no_part_code():
             elif "from my_transformer." in cell.source and "compare_with_course(" in cell.source:
                 assert "from my_transformer" not in blank.source and "check_saved_part(" in blank.source
     assert seen == 9  # one %%my_part cell per saved module, notebooks 02-09
+
+
+def test_record_attention_sees_a_supplied_multi_head_attention():
+    """The explorer and record_attention work on an assembled model: weights from a course twin of the part."""
+    from course_lib.attention import MultiHeadAttention
+    from course_lib.model import record_attention
+
+    parts = load_my_parts(NOTEBOOKS)
+    torch.manual_seed(0)
+    model = build_transformer(CONFIG, parts).eval()
+    src, tgt = torch.randint(4, 23, (2, 7)), torch.randint(4, 19, (2, 5))
+    src[1, 5:] = 0
+    with torch.no_grad(), record_attention(model) as maps:
+        model(src, tgt)
+    assert sorted(maps) == sorted(f"{stack}.layers.{i}.{kind}" for stack, kinds in
+                                  (("encoder", ["self_attn"]), ("decoder", ["self_attn", "cross_attn"]))
+                                  for i in range(2) for kind in kinds)
+    cross = maps["decoder.layers.1.cross_attn"]  # (batch, n_heads, tgt_len, src_len)
+    assert cross.shape == (2, 4, 5, 7) and torch.allclose(cross.sum(-1), torch.ones(2, 4, 5), atol=1e-5)
+    assert float(cross[1, ..., 5:].abs().max()) == 0.0  # padded source positions get no weight
+    assert maps["decoder.layers.0.self_attn"][0].triu(1).abs().max() == 0  # causal
+    # the twin reproduces the part's own output, so its weights are the part's
+    recorder = model.decoder.layers[1].cross_attn
+    x, memory = torch.randn(2, 5, 16), torch.randn(2, 7, 16)
+    twin = MultiHeadAttention(16, 4).eval()
+    for mine, theirs in zip([m for m in recorder.inner.modules() if isinstance(m, nn.Linear)],
+                            (twin.q_proj, twin.k_proj, twin.v_proj, twin.out_proj), strict=True):
+        theirs.load_state_dict(mine.state_dict())
+    with torch.no_grad():
+        assert torch.allclose(recorder(x, memory, memory), twin(x, memory, memory), atol=1e-5)

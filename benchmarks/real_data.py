@@ -37,16 +37,16 @@ import torch
 from torch import nn
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from time_to_bleu import TorchTransformerTranslator  # noqa: E402
+from time_to_bleu import TorchTransformerTranslator
 
-from course_lib import data  # noqa: E402
-from course_lib import train as cli  # noqa: E402
-from course_lib.decoding import translate_token_lists  # noqa: E402
-from course_lib.model import Transformer, TransformerConfig  # noqa: E402
-from course_lib.schedule import ADAM_BETAS, ADAM_EPS  # noqa: E402
-from course_lib.tokenization import detokenize  # noqa: E402
-from course_lib.training import train_epochs  # noqa: E402
-from course_lib.utils import configure_threads, get_device, seed_everything  # noqa: E402
+from course_lib import data
+from course_lib import train as cli
+from course_lib.decoding import translate_token_lists
+from course_lib.model import Transformer, TransformerConfig
+from course_lib.schedule import ADAM_BETAS, ADAM_EPS
+from course_lib.tokenization import detokenize
+from course_lib.training import train_epochs
+from course_lib.utils import configure_threads, get_device, seed_everything
 
 
 def find_file(folder: Path, name: str, lang: str) -> Path:

@@ -99,3 +99,16 @@ def test_real_data_benchmark_runs_both_pipelines_interleaved(tmp_path, capsys):
     assert [line.split()[2] for line in lines] == ["course_lib", "nn.Transformer", "nn.Transformer", "course_lib"]
     assert "case:lc" in out and "case:mixed" in out  # both sacrebleu signatures printed
     assert "unknown test tokens" in out
+
+
+def test_time_to_bleu_interleaves_the_two_models(capsys):
+    benchmark = _load("time_to_bleu")
+    threads = torch.get_num_threads()
+    try:
+        results = benchmark.main(["--budget", "2", "--eval-every", "1", "--threads", "1", "--valid-pairs", "20"])
+    finally:
+        torch.set_num_threads(threads)
+    assert [r["name"] for r in results] == ["course_lib", "nn.Transformer"]
+    assert all(r["tokens_per_s"] > 0 and r["seconds"] > 0 for r in results)
+    out = capsys.readouterr().out
+    assert "ratio nn.Transformer / course_lib" in out and "target tokens" in out  # the recipe's token batches

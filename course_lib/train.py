@@ -117,6 +117,9 @@ def build_parser() -> argparse.ArgumentParser:
     src.add_argument("--tgt-lang", default="en", help="spaCy language code of the target (default %(default)s)")
     src.add_argument("--min-freq", type=_positive_int, default=1,
                      help="rarer tokens become <unk> (default: the recipe's, 2 on real text with many rare words)")
+    src.add_argument("--subword-merges", type=_non_negative_int, default=0, metavar="N",
+                     help="cut words into BPE pieces with N merges per language (needs the 'tokenizers' package; "
+                          "0 = whole words, the default)")
     src.add_argument("--max-train-pairs", type=_positive_int, help="use only the first N training pairs (quick tests)")
     src.add_argument("--max-eval-pairs", type=_positive_int, help="use only the first N validation and test pairs")
 
@@ -197,6 +200,29 @@ def check_output_writable(path: str) -> None:
         raise UsageError(f"--output {path} is not writable: {exc.strerror or exc}") from None
     if target.exists() and not os.access(target, os.W_OK):
         raise UsageError(f"--output {path} is not writable (permission denied)")
+
+
+def learn_subwords(train_tokens, merges: int):
+    """(source, target) :class:`~course_lib.subword.SubwordTokenizer` with ``merges`` merges each, from the training pairs."""
+    try:
+        from .subword import SubwordTokenizer
+
+        return (SubwordTokenizer.train([s for s, _ in train_tokens], merges),
+                SubwordTokenizer.train([t for _, t in train_tokens], merges))
+    except ImportError as exc:
+        raise UsageError(str(exc)) from None
+
+
+def subword_tokenizers(train_config: dict):
+    """The (source, target) subword tokenizers saved in a checkpoint's ``train_config``, or None."""
+    if not train_config.get("src_subword_merges"):
+        return None
+    try:
+        from .subword import SubwordTokenizer
+    except ImportError as exc:
+        raise UsageError(str(exc)) from None
+    return (SubwordTokenizer.from_merges(train_config["src_subword_merges"]),
+            SubwordTokenizer.from_merges(train_config["tgt_subword_merges"]))
 
 
 def unknown_rate(token_pairs, src_vocab, tgt_vocab) -> tuple[float, float]:
@@ -347,6 +373,20 @@ def _main(argv: Sequence[str] | None = None) -> int:
         except ValueError as exc:
             raise UsageError(str(exc)) from None
         tokens = {name: data.tokenize_pairs(pairs, tokenizers) for name, pairs in splits.items()}
+        subwords = None
+        if args.resume and (saved.get("train_config") or {}).get("src_subword_merges"):
+            subwords = subword_tokenizers(saved["train_config"])
+        elif args.subword_merges:
+            subwords = learn_subwords(tokens["train"], args.subword_merges)
+        if subwords is not None:
+            word_unknown = {name: unknown_rate(tokens[name], *data.build_vocabs(tokens["train"], min_freq=2))
+                            for name in ("valid", "test")}
+            log(f"subwords: {len(subwords[0])}/{len(subwords[1])} BPE merges; with whole words (min_freq 2) "
+                + ", ".join(f"{100 * w[0]:.1f}%/{100 * w[1]:.1f}% of {n}" for n, w in word_unknown.items())
+                + " would be <unk>")
+            tokens = {name: [(subwords[0].tokenize(s), subwords[1].tokenize(t)) for s, t in pairs]
+                      for name, pairs in tokens.items()}
+        args.subword_tokenizers = subwords
         recipe = apply_recipe(args, given, tokens["train"])
         src_vocab, tgt_vocab = data.build_vocabs(tokens["train"], min_freq=args.min_freq)
         if args.resume:  # the vocabularies must be the ones the checkpoint was trained with
@@ -395,6 +435,10 @@ def final_save(args, model, src_vocab, tgt_vocab, settings: TrainConfig, metrics
     if not args.weights_only and Path(args.output).is_file():
         state = read_checkpoint(args.output).get("training_state")
     data_config = {"src_lang": args.src_lang, "tgt_lang": args.tgt_lang}
+    subwords = getattr(args, "subword_tokenizers", None)
+    if subwords is not None:
+        data_config.update(src_subword_merges=[list(m) for m in subwords[0].merges],
+                           tgt_subword_merges=[list(m) for m in subwords[1].merges])
     save_checkpoint(args.output, model, src_vocab, tgt_vocab, training_state=state,
                     train_config={**settings.to_dict(), **data_config}, metrics=metrics)
 

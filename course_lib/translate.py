@@ -22,7 +22,7 @@ from collections.abc import Sequence
 from .checkpoint import CheckpointError, load_checkpoint
 from .decoding import translate_sentences
 from .tokenization import Tokenizer, Vocab
-from .train import OneLineParser, _positive_int
+from .train import OneLineParser, UsageError, _positive_int, subword_tokenizers
 from .utils import configure_threads, get_device
 
 
@@ -59,12 +59,21 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     sentences = list(args.sentences) or [line.strip() for line in sys.stdin]
     keep = [i for i, s in enumerate(sentences) if s]  # blank input lines give blank output lines
-    src_lang = (checkpoint.get("train_config") or {}).get("src_lang", "de")
-    unknown = unknown_words([sentences[i] for i in keep], Tokenizer(src_lang), src_vocab)
+    train_config = checkpoint.get("train_config") or {}
+    tokenizer = Tokenizer(train_config.get("src_lang", "de"))
+    try:
+        subwords = subword_tokenizers(train_config)
+    except UsageError as exc:
+        print(f"python -m course_lib.translate: error: {exc}", file=sys.stderr)
+        return 2
+    if subwords is not None:  # the checkpoint was trained on BPE pieces: cut the words the same way
+        words = tokenizer
+        tokenizer = lambda text: subwords[0].tokenize(words(text))  # noqa: E731
+    unknown = unknown_words([sentences[i] for i in keep], tokenizer, src_vocab)
     if unknown:
         print(f"warning: {len(unknown)} input word(s) unknown to the model, translated as <unk>: "
               f"{', '.join(unknown[:20])}{' ...' if len(unknown) > 20 else ''}", file=sys.stderr)
-    outputs = translate_sentences(model, [sentences[i] for i in keep], src_vocab, tgt_vocab, Tokenizer(src_lang),
+    outputs = translate_sentences(model, [sentences[i] for i in keep], src_vocab, tgt_vocab, tokenizer,
                                   batch_size=args.batch_size, beam_size=args.beam, length_penalty_alpha=args.alpha)
     translations = [""] * len(sentences)
     for i, text in zip(keep, outputs, strict=True):

@@ -112,3 +112,16 @@ def test_time_to_bleu_interleaves_the_two_models(capsys):
     assert all(r["tokens_per_s"] > 0 and r["seconds"] > 0 for r in results)
     out = capsys.readouterr().out
     assert "ratio nn.Transformer / course_lib" in out and "target tokens" in out  # the recipe's token batches
+
+
+def test_throughput_benchmark_has_the_real_size(capsys):
+    benchmark = _load("throughput")
+    threads = torch.get_num_threads()
+    try:
+        results = benchmark.main(["--size", "real", "--steps", "1", "--block", "1", "--warmup", "1",
+                                  "--batch-size", "2", "--threads", "1", "--no-eval"])
+    finally:
+        torch.set_num_threads(threads)
+    assert results["train"]["ours"] > 0 and results["train"]["torch"] > 0
+    out = capsys.readouterr().out
+    assert "real size (d_model=256, n_heads=8, layers=3+3, d_ff=512), vocab 8000/6000" in out

@@ -245,13 +245,13 @@ def load_splits(args) -> dict[str, list[tuple[str, str]]]:
     """Raw (source, target) pairs for train/valid/test from the options (toy corpus by default)."""
     if args.src_files or args.tgt_files:
         if not (args.src_files and args.tgt_files) or len(args.src_files) != len(args.tgt_files):
-            raise SystemExit("--src-files and --tgt-files need the same number of files (train [valid [test]])")
+            raise UsageError("--src-files and --tgt-files need the same number of files (train [valid [test]])")
         given = [data.read_parallel_files(s, t) for s, t in zip(args.src_files, args.tgt_files, strict=True)]
     elif args.train_tsv:
         given = [data.read_tsv(args.train_tsv)]
         given += [data.read_tsv(p) for p in (args.valid_tsv, args.test_tsv) if p]
         if args.test_tsv and not args.valid_tsv:
-            raise SystemExit("--test-tsv needs --valid-tsv too")
+            raise UsageError("--test-tsv needs --valid-tsv too")
     else:
         given = [data.load_toy_corpus(split) for split in ("train", "valid", "test")]
     train_pairs = given[0]

@@ -185,3 +185,9 @@ def test_the_real_command_exits_2_without_a_traceback(tmp_path):
                             capture_output=True, text=True, timeout=120)
     assert result.returncode == 2
     assert "Traceback" not in result.stderr and len(result.stderr.strip().splitlines()) == 1
+
+
+def test_unpaired_file_lists_are_one_line_errors(tmp_path, capsys):
+    write_lines(tmp_path / "a.de", ["Ein Hund."])
+    code, _, err = run_train(["--src-files", str(tmp_path / "a.de"), "--output", str(tmp_path / "m.pt")], capsys)
+    assert code == 2 and "need the same number of files" in one_line_error(err)

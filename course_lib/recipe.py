@@ -31,7 +31,7 @@ and scales from there:
   does not overfit).
 * **min_freq** 2 when more than a third of the training vocabulary's words occur only once (real
   text such as Multi30k, about half): one example is too few to learn a word, and dropping them
-  halves the output layer. The toy corpus has almost no such words and keeps ``min_freq`` 1.
+  shrinks the vocabularies by 40-60%. The toy corpus has almost no such words and keeps ``min_freq`` 1.
 
 Every explicit flag overrides its rule. Checked in ``tests/test_recipe.py``: the anchor reproduces the
 toy defaults, the rules for bigger models, overrides, and that models from ``d_model`` 64 to 512 with 2

@@ -1,6 +1,9 @@
 """Training (and inference) throughput of ``course_lib.model.Transformer`` against ``nn.Transformer``.
 
-Both models have the same sizes (the default ``TransformerConfig`` with toy-corpus vocabularies),
+Both models have the same sizes (by default the default ``TransformerConfig`` with toy-corpus vocabularies;
+``--size real``: the tutorial size used on Multi30k, ``d_model`` 256, 8 heads, ``d_ff`` 512, 3+3 layers,
+vocabularies of 8,000/6,000 and batches of 128 sentences of 10-20 tokens, about the recipe's 1,800 target
+tokens),
 the same embeddings + sinusoidal positions + output projection around the layer stacks, the same
 synthetic batches (batch 64, source and target lengths 10-16 with padding), the same loss and the
 same optimizer (Adam). They run in one process, in ALTERNATING short blocks of steps (order
@@ -17,6 +20,7 @@ Usage::
     python benchmarks/throughput.py --eval-only         # inference (teacher-forced eval forward) only
     python benchmarks/throughput.py --unfused           # our written-out attention and LayerNorm
     python benchmarks/throughput.py --profile           # where the time goes (torch.profiler), both models
+    python benchmarks/throughput.py --size real --threads 2   # Multi30k size: d_model 256, 3+3 layers, 8k/6k vocab
 
 Notes: ``nn.Transformer`` always has a final LayerNorm after each stack; our default post-norm
 model has none (two LayerNorms of 64 features: negligible). In eval mode ``nn.Transformer`` takes
@@ -98,13 +102,23 @@ class TorchTranslator(nn.Module):
         return self.generator(hidden)  # (batch, tgt_len, tgt_vocab_size)
 
 
-def make_batches(n_batches: int, batch_size: int, src_vocab: int, tgt_vocab: int, seed: int = 0):
-    """Synthetic (src, tgt) id batches: lengths 10-16 (<bos>/<eos> included), padded to the batch maximum."""
+SIZES = {  # --size: model and data sizes
+    "toy": {"d_model": 64, "n_heads": 4, "d_ff": 256, "layers": 2, "src_vocab": 600, "tgt_vocab": 450,
+            "batch_size": 64, "lengths": (10, 16)},
+    "real": {"d_model": 256, "n_heads": 8, "d_ff": 512, "layers": 3, "src_vocab": 8000, "tgt_vocab": 6000,
+             "batch_size": 128, "lengths": (10, 20)},
+}
+
+
+def make_batches(n_batches: int, batch_size: int, src_vocab: int, tgt_vocab: int, seed: int = 0,
+                 lengths: tuple[int, int] = (10, 16)):
+    """Synthetic (src, tgt) id batches: lengths in ``lengths`` (<bos>/<eos> included), padded to the batch maximum."""
     gen = torch.Generator().manual_seed(seed)
     batches = []
+    low, high = lengths
     for _ in range(n_batches):
-        src_len = torch.randint(10, 17, (batch_size,), generator=gen)
-        tgt_len = torch.randint(10, 17, (batch_size,), generator=gen)
+        src_len = torch.randint(low, high + 1, (batch_size,), generator=gen)
+        tgt_len = torch.randint(low, high + 1, (batch_size,), generator=gen)
         src = torch.randint(4, src_vocab, (batch_size, int(src_len.max())), generator=gen)
         tgt = torch.randint(4, tgt_vocab, (batch_size, int(tgt_len.max())), generator=gen)
         for b in range(batch_size):
@@ -222,9 +236,11 @@ def parse_args(argv):
     parser.add_argument("--warmup", type=int, default=None, help="discarded warm-up steps per model (default: --block)")
     parser.add_argument("--threads", type=int, default=None,
                         help="torch threads (default: course_lib.utils.configure_threads, i.e. COURSE_NUM_THREADS or 1)")
-    parser.add_argument("--batch-size", type=int, default=64)
-    parser.add_argument("--src-vocab", type=int, default=600)
-    parser.add_argument("--tgt-vocab", type=int, default=450)
+    parser.add_argument("--size", choices=sorted(SIZES), default="toy",
+                        help="toy: the default model; real: d_model 256, 3+3 layers, 8k/6k vocab (Multi30k size)")
+    parser.add_argument("--batch-size", type=int, help="sentences per batch (default: the size's)")
+    parser.add_argument("--src-vocab", type=int, help="source vocabulary (default: the size's)")
+    parser.add_argument("--tgt-vocab", type=int, help="target vocabulary (default: the size's)")
     parser.add_argument("--eval-only", action="store_true", help="time only inference (eval forward)")
     parser.add_argument("--no-eval", action="store_true", help="skip the inference timing")
     parser.add_argument("--unfused", action="store_true",
@@ -238,14 +254,20 @@ def main(argv: list[str] | None = None) -> dict:
     args = parse_args(argv)
     threads = configure_threads(args.threads)
     warmup = args.block if args.warmup is None else args.warmup
-    config = TransformerConfig(src_vocab_size=args.src_vocab, tgt_vocab_size=args.tgt_vocab)
+    size = SIZES[args.size]
+    for key in ("batch_size", "src_vocab", "tgt_vocab"):
+        if getattr(args, key) is None:
+            setattr(args, key, size[key])
+    config = TransformerConfig(src_vocab_size=args.src_vocab, tgt_vocab_size=args.tgt_vocab, d_model=size["d_model"],
+                               n_heads=size["n_heads"], d_ff=size["d_ff"], n_encoder_layers=size["layers"],
+                               n_decoder_layers=size["layers"])
     ours, ref = build_models(config, use_fused=not args.unfused)
-    batches = make_batches(32, args.batch_size, args.src_vocab, args.tgt_vocab)
+    batches = make_batches(32, args.batch_size, args.src_vocab, args.tgt_vocab, lengths=size["lengths"])
     print(
         f"torch {torch.__version__} | {platform.processor() or platform.machine()} | {threads} thread(s) | "
-        f"default TransformerConfig (d_model={config.d_model}, n_heads={config.n_heads}, "
+        f"{args.size} size (d_model={config.d_model}, n_heads={config.n_heads}, "
         f"layers={config.n_encoder_layers}+{config.n_decoder_layers}, d_ff={config.d_ff}), "
-        f"vocab {args.src_vocab}/{args.tgt_vocab}, batch {args.batch_size}, lengths 10-16 | "
+        f"vocab {args.src_vocab}/{args.tgt_vocab}, batch {args.batch_size}, lengths {size['lengths'][0]}-{size['lengths'][1]} | "
         f"params ours {ours.num_parameters():,}, torch {sum(p.numel() for p in ref.parameters()):,} | "
         f"our attention + LayerNorm: {'explicit (written-out) paths' if args.unfused else 'fused paths'} | "
         f"load average {_load()}"

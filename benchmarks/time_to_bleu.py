@@ -1,9 +1,12 @@
 """Time-to-BLEU: how many seconds of training the course model and ``nn.Transformer`` need to reach
-BLEU 90 and 97 on the toy corpus, with the same recipe, data, seed and wrapper, in the same run.
+BLEU 90 and 97 on the toy corpus, with the same recipe, data, seed and wrapper, in the same run,
+INTERLEAVED: the two trainings alternate epoch by epoch (ABBA order), so a drift in the machine's
+speed hits both alike instead of deciding the comparison.
 
 Both models share everything but the layer stacks: the course ``TokenEmbedding`` (N(0, 1/d_model)
 init, scaled by sqrt(d_model)), the sinusoidal positions, a linear generator, the label-smoothed loss,
-Adam with the warm-up schedule, weight averaging and the length-bucketed batches of the command line.
+Adam with the warm-up schedule, weight averaging and the batches of the command line (the recipe of
+:mod:`course_lib.recipe` for the default model on the toy corpus: batches of ~1,400 target tokens).
 Every ``--eval-every`` seconds of training, greedy BLEU on the validation split is measured; the
 evaluation time is *not* on the training clock. Training tokens/s counts target tokens.
 
@@ -30,8 +33,9 @@ from course_lib import data
 from course_lib.embeddings import SinusoidalPositionalEncoding, TokenEmbedding
 from course_lib.evaluation import evaluate_translation
 from course_lib.model import Transformer, TransformerConfig
+from course_lib.recipe import choose_recipe
 from course_lib.train import make_train_loader
-from course_lib.training import Callback, TrainConfig, train
+from course_lib.training import Callback, TrainConfig, train_epochs
 from course_lib.utils import configure_threads, seed_everything
 
 
@@ -96,23 +100,42 @@ class TimeToBleu(Callback):
         return next((seconds for seconds, _, b, _, _ in self.points if b >= bleu), math.nan)
 
 
-def run_one(name, model_class, args, datasets, tokens, vocabs):
-    seed_everything(args.seed)
-    config = TransformerConfig(src_vocab_size=len(vocabs[0]), tgt_vocab_size=len(vocabs[1]))
-    model = model_class(config)
-    settings = TrainConfig(time_budget=args.budget, seed=args.seed, num_threads=args.threads, progress=False,
-                           restore_best=False, clock=args.clock)
-    probe = TimeToBleu(model, tokens["valid"], vocabs, args.eval_every, args.stop_at, name)
-    loader = make_train_loader(datasets["train"], settings.batch_size, settings.seed)
-    history = train(model, loader, None, settings, callbacks=[probe])
-    seconds = history[-1]["seconds"] if history else math.nan
-    return {"name": name, "params": sum(p.numel() for p in model.parameters()),
-            "t90": probe.first_time_at(90.0), "t97": probe.first_time_at(97.0),
-            "final_bleu": probe.points[-1][2] if probe.points else math.nan,
-            "tokens_per_s": probe.tokens / seconds if seconds else math.nan, "seconds": seconds}
+class Run:
+    """One model's training as an epoch-by-epoch generator, with its BLEU probe."""
+
+    def __init__(self, name, model_class, args, datasets, tokens, vocabs, recipe):
+        self.name = name
+        seed_everything(args.seed)
+        config = TransformerConfig(src_vocab_size=len(vocabs[0]), tgt_vocab_size=len(vocabs[1]))
+        self.model = model_class(config)
+        settings = TrainConfig(time_budget=args.budget, seed=args.seed, num_threads=args.threads, progress=False,
+                               restore_best=False, clock=args.clock, warmup_steps=recipe.warmup_steps,
+                               lr_factor=recipe.lr_factor)
+        self.probe = TimeToBleu(self.model, tokens["valid"], vocabs, args.eval_every, args.stop_at, name)
+        loader = make_train_loader(datasets["train"], recipe.batch_size, settings.seed, recipe.batch_tokens)
+        self.epochs = train_epochs(self.model, loader, None, settings, callbacks=[self.probe])
+        self.history, self.done, self.wall = [], False, 0.0
+
+    def advance(self) -> None:
+        """Train one more epoch (or mark the run done)."""
+        start = time.perf_counter()
+        try:
+            self.history = next(self.epochs)
+        except StopIteration:
+            self.done = True
+        self.wall += time.perf_counter() - start
+
+    def result(self) -> dict:
+        seconds = self.history[-1]["seconds"] if self.history else math.nan
+        probe = self.probe
+        return {"name": self.name, "params": sum(p.numel() for p in self.model.parameters()),
+                "t90": probe.first_time_at(90.0), "t97": probe.first_time_at(97.0),
+                "final_bleu": probe.points[-1][2] if probe.points else math.nan,
+                "tokens_per_s": probe.tokens / seconds if seconds else math.nan, "seconds": seconds}
 
 
-def main(argv=None) -> int:
+def main(argv=None) -> list[dict]:
+    """Run the benchmark; print and return one result dict per model."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--models", default="course,torch", help="comma-separated: course, torch")
     parser.add_argument("--budget", type=float, default=240.0, help="most training seconds per model")
@@ -121,22 +144,30 @@ def main(argv=None) -> int:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--clock", choices=("wall", "process"), default="wall")
+    parser.add_argument("--valid-pairs", type=int, help="score only the first N validation pairs (smoke tests)")
     args = parser.parse_args(argv)
     warnings.filterwarnings("ignore", message="The PyTorch API of nested tensors")  # nn.Transformer's eval fast path
     configure_threads(args.threads)
     tokens = {split: data.tokenize_pairs(data.load_toy_corpus(split)) for split in ("train", "valid")}
+    tokens["valid"] = tokens["valid"][: args.valid_pairs]
     vocabs = data.build_vocabs(tokens["train"])
     datasets = {"train": data.make_dataset(tokens["train"], *vocabs)}
-    defaults = TrainConfig()
-    print(f"recipe: {TransformerConfig()} | {defaults} | threads {args.threads}, clock {args.clock}")
+    model_defaults = TransformerConfig()
+    recipe = choose_recipe(model_defaults.d_model, max(model_defaults.n_encoder_layers, model_defaults.n_decoder_layers),
+                           tokens["train"], time_budget=args.budget)
+    print(f"model: {model_defaults} | recipe (what python -m course_lib.train chooses):\n{recipe.describe()}\n"
+          f"threads {args.threads}, clock {args.clock}")
     builders = {"course": ("course_lib", Transformer), "torch": ("nn.Transformer", TorchTransformerTranslator)}
-    results = []
-    for key in args.models.split(","):
-        name, model_class = builders[key.strip()]
-        print(f"training {name} ...", flush=True)
-        start = time.perf_counter()
-        results.append(run_one(name, model_class, args, datasets, tokens, vocabs))
-        print(f"  ({time.perf_counter() - start:.0f}s wall clock including evaluations)")
+    runs = [Run(*builders[key.strip()], args, datasets, tokens, vocabs, recipe) for key in args.models.split(",")]
+    round_index = 0
+    while not all(run.done for run in runs):  # alternate epoch by epoch, ABBA: a linear drift cancels
+        for run in runs if round_index % 2 == 0 else runs[::-1]:
+            if not run.done:
+                run.advance()
+        round_index += 1
+    for run in runs:
+        print(f"{run.name}: {run.wall:.0f}s wall clock including evaluations")
+    results = [run.result() for run in runs]
     print(f"\n{'model':15s} {'params':>8s} {'t(BLEU 90)':>11s} {'t(BLEU 97)':>11s} {'last BLEU':>10s} {'tokens/s':>9s}")
     for r in results:
         print(f"{r['name']:15s} {r['params']:8d} {r['t90']:10.1f}s {r['t97']:10.1f}s {r['final_bleu']:10.2f} "
@@ -146,8 +177,8 @@ def main(argv=None) -> int:
         print(f"ratio nn.Transformer / course_lib: time to BLEU 90 {theirs['t90'] / ours['t90']:.2f}x, "
               f"time to BLEU 97 {theirs['t97'] / ours['t97']:.2f}x, "
               f"tokens/s {ours['tokens_per_s'] / theirs['tokens_per_s']:.2f}x (>1: course_lib faster)")
-    return 0
+    return results
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    main(sys.argv[1:])

@@ -5,6 +5,7 @@ the one here; later notebooks import the finished piece. Modules:
 
 - ``tokenization``: spaCy rule-based tokenizers and the ``Vocab``
 - ``bpe``: byte-pair encoding (subword tokens), learned from word counts
+- ``subword``: the same BPE with Hugging Face ``tokenizers`` for real corpora (optional extra ``subword``)
 - ``embeddings``: token embeddings and positional encodings
 - ``masks``: padding and causal masks (True = may attend)
 - ``attention``: scaled dot-product and multi-head attention
@@ -14,6 +15,7 @@ the one here; later notebooks import the finished piece. Modules:
 - ``corpus`` (package: ``settings``, ``lexicon``, ``verbs``, ``choices``, ``noun_phrases``, ``clauses``,
   ``realise``, ``sentences``): the toy German–English grammar; ``data``: corpus loaders and batching
 - ``losses``, ``schedule``, ``training``: label smoothing, the warm-up schedule, the training loop
+- ``recipe``: the training recipe that scales schedule, batching, dropout and ``min_freq`` with the model and corpus
 - ``decoding``, ``evaluation``, ``checkpoint``: greedy and beam search, BLEU, safe checkpoints
 - ``distributed``: DistributedDataParallel helpers (``torchrun``)
 - ``train``, ``translate``: the command lines (``python -m course_lib.train`` / ``.translate``)

@@ -464,6 +464,58 @@ class BucketBatchSampler(Sampler[list[int]]):
         return n // self.batch_size if self.drop_last else math.ceil(n / self.batch_size)
 
 
+class TokenBatchSampler(BucketBatchSampler):
+    """Like :class:`BucketBatchSampler`, but each batch holds about ``max_tokens`` target tokens.
+
+    Pools of shuffled examples are sorted by length and cut greedily: a batch closes before the
+    example that would take its summed target tokens above ``max_tokens`` (a batch holds at least
+    one example). Short sentences thus come in big batches and long ones in small batches, and
+    every update sees a similar amount of signal. Deterministic per seed and epoch, like the parent.
+
+    Args:
+        lengths: length of each example used for sorting (e.g. ``dataset.lengths``).
+        target_lengths: target tokens of each example (e.g. ``dataset.tgt_lengths``).
+        max_tokens: target tokens per batch (> 0).
+        shuffle, seed: as in :class:`BucketBatchSampler`.
+        pool_batches: pool size in (average) batches.
+    """
+
+    def __init__(self, lengths: Sequence[int], target_lengths: Sequence[int], max_tokens: int,
+                 shuffle: bool = True, seed: int = 0, pool_batches: int = 50):
+        if isinstance(max_tokens, bool) or not isinstance(max_tokens, int) or max_tokens <= 0:
+            raise ValueError(f"max_tokens must be a positive int, got {max_tokens!r}")
+        if len(target_lengths) != len(lengths):
+            raise ValueError(f"lengths has {len(lengths)} entries but target_lengths has {len(target_lengths)}")
+        self.target_lengths = [int(n) for n in target_lengths]
+        self.max_tokens = max_tokens
+        mean = max(1.0, sum(self.target_lengths) / max(1, len(self.target_lengths)))
+        super().__init__(lengths, max(1, round(max_tokens / mean)), shuffle, seed, pool_batches)
+        self._cache: tuple[int, list[list[int]]] | None = None
+
+    def batches(self) -> list[list[int]]:
+        if self._cache is None or self._cache[0] != self.epoch:
+            self._cache = (self.epoch, super().batches())
+        return [list(b) for b in self._cache[1]]
+
+    def _chunk(self, order: list[int]) -> list[list[int]]:
+        batches: list[list[int]] = []
+        current: list[int] = []
+        tokens = 0
+        for i in order:
+            n = self.target_lengths[i]
+            if current and tokens + n > self.max_tokens:
+                batches.append(current)
+                current, tokens = [], 0
+            current.append(i)
+            tokens += n
+        if current:
+            batches.append(current)
+        return batches
+
+    def __len__(self) -> int:
+        return len(self.batches())
+
+
 def random_batches(n: int, batch_size: int, seed: int = 0, epoch: int = 0) -> list[list[int]]:
     """Plain shuffled batches (no bucketing) of ``range(n)``: the baseline for :func:`padding_fraction`."""
     _check_batch_size(batch_size)

@@ -78,7 +78,14 @@ def whitespace_tokenize(text: str) -> list[str]:
 
 
 def detokenize(tokens: Sequence[str]) -> str:
-    """Join tokens into readable text: no space before punctuation such as '.' or ','."""
+    """Join tokens into readable text: no space before punctuation such as '.' or ','.
+
+    BPE pieces (the last piece of each word ends with ``"</w>"``) are glued into words first.
+    """
+    if any(token.endswith("</w>") for token in tokens):  # BPE pieces (course_lib.subword): glue into words first
+        from .subword import pieces_to_words
+
+        tokens = pieces_to_words(tokens)
     pieces: list[str] = []
     for token in tokens:
         if pieces and token not in _NO_SPACE_BEFORE and pieces[-1] not in _NO_SPACE_AFTER:

@@ -15,13 +15,23 @@ The shipped checkpoint ``data/checkpoints/toy_de_en.pt`` was made with::
         --output data/checkpoints/toy_de_en.pt
 
 (see ``data/checkpoints/README.md`` for the measured numbers). Every option: ``--help``.
+
+Without recipe flags the command chooses the schedule (peak and warm-up), the batch size in tokens,
+dropout and ``--min-freq`` from the model size and the corpus (:mod:`course_lib.recipe`) and prints what
+it chose and why; at the default size on the toy corpus that is the course's ``TrainConfig`` recipe.
+Any recipe flag given explicitly is kept as given.
+
+Mistakes (missing or malformed files, bad sizes, an unwritable ``--output``) end the command with one
+line on standard error and exit status 2, before any training starts.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import random
 import sys
+import tempfile
 import time
 from collections.abc import Sequence
 from pathlib import Path
@@ -30,17 +40,72 @@ import torch.distributed
 from torch.utils.data import DataLoader
 
 from . import data, distributed
-from .checkpoint import read_checkpoint, save_checkpoint
+from .checkpoint import CheckpointError, read_checkpoint, save_checkpoint
 from .evaluation import evaluate_translation
 from .model import Transformer, TransformerConfig
+from .recipe import Recipe, choose_recipe
 from .training import Callback, TrainConfig, train
 from .utils import configure_threads, get_device, seed_everything
 
 DEFAULT_OUTPUT = "runs/toy_de_en.pt"
+# Options the recipe chooses when they are not given (argparse dest -> recipe override key).
+RECIPE_OPTIONS = {"warmup": "warmup_steps", "lr_factor": "lr_factor", "peak_lr": "peak_lr", "batch_size": "batch_size",
+                  "batch_tokens": "batch_tokens", "dropout": "dropout", "min_freq": "min_freq"}
+
+
+class UsageError(Exception):
+    """A mistake in the command line or its input files: reported as one line, exit status 2."""
+
+
+class OneLineParser(argparse.ArgumentParser):
+    """An ``ArgumentParser`` whose errors are one line (``prog: error: message``) and exit status 2."""
+
+    def error(self, message: str):
+        self.exit(2, f"{self.prog}: error: {message} (see --help)\n")
+
+
+def _positive_int(text: str) -> int:
+    value = int(text)
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f"must be a positive integer, got {text}")
+    return value
+
+
+def _non_negative_int(text: str) -> int:
+    value = int(text)
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must be 0 or a positive integer, got {text}")
+    return value
+
+
+def _positive_float(text: str) -> float:
+    value = float(text)
+    if not value > 0:  # also rejects nan
+        raise argparse.ArgumentTypeError(f"must be a positive number, got {text}")
+    return value
+
+
+def _budget(text: str) -> float:
+    value = float(text)
+    if not value >= 0:
+        raise argparse.ArgumentTypeError(f"must be a positive number of seconds (0 = no limit), got {text}")
+    return value
+
+
+def _probability(text: str) -> float:
+    value = float(text)
+    if not 0.0 <= value < 1.0:
+        raise argparse.ArgumentTypeError(f"must be in [0, 1), got {text}")
+    return value
+
+
+# argparse names the type in "invalid <name> value: 'abc'"
+_positive_int.__name__, _non_negative_int.__name__ = "positive integer", "non-negative integer"
+_positive_float.__name__, _budget.__name__, _probability.__name__ = "positive number", "number", "probability"
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="python -m course_lib.train", description=__doc__.splitlines()[0])
+    parser = OneLineParser(prog="python -m course_lib.train", description=__doc__.splitlines()[0])
     model_defaults, train_defaults = TransformerConfig(), TrainConfig()
     src = parser.add_argument_group("data (default: the course's toy corpus)")
     src.add_argument("--train-tsv", help="german<TAB>english training pairs")
@@ -50,38 +115,122 @@ def build_parser() -> argparse.ArgumentParser:
     src.add_argument("--tgt-files", nargs="+", metavar="FILE", help="line-aligned target files: train [valid [test]]")
     src.add_argument("--src-lang", default="de", help="spaCy language code of the source (default %(default)s)")
     src.add_argument("--tgt-lang", default="en", help="spaCy language code of the target (default %(default)s)")
-    src.add_argument("--min-freq", type=int, default=1, help="rarer tokens become <unk> (default %(default)s)")
-    src.add_argument("--max-train-pairs", type=int, help="use only the first N training pairs (quick tests)")
-    src.add_argument("--max-eval-pairs", type=int, help="use only the first N validation and test pairs")
+    src.add_argument("--min-freq", type=_positive_int, default=1,
+                     help="rarer tokens become <unk> (default: the recipe's, 2 on real text with many rare words)")
+    src.add_argument("--subword-merges", type=_non_negative_int, default=0, metavar="N",
+                     help="cut words into BPE pieces with N merges per language (needs the 'tokenizers' package; "
+                          "0 = whole words, the default)")
+    src.add_argument("--max-train-pairs", type=_positive_int, help="use only the first N training pairs (quick tests)")
+    src.add_argument("--max-eval-pairs", type=_positive_int, help="use only the first N validation and test pairs")
 
     run = parser.add_argument_group("run")
     run.add_argument("--output", default=DEFAULT_OUTPUT, help="checkpoint path (default %(default)s)")
-    run.add_argument("--time-budget", type=float, default=120.0, help="seconds of training; 0 = no limit (default 120)")
-    run.add_argument("--epochs", type=int, default=train_defaults.epochs, help="most epochs (default %(default)s)")
-    run.add_argument("--max-steps", type=int, help="most optimizer steps")
+    run.add_argument("--time-budget", type=_budget, default=120.0, help="seconds of training; 0 = no limit (default 120)")
+    run.add_argument("--epochs", type=_positive_int, default=train_defaults.epochs, help="most epochs (default %(default)s)")
+    run.add_argument("--max-steps", type=_positive_int, help="most optimizer steps")
     run.add_argument("--seed", type=int, default=train_defaults.seed, help="random seed (default %(default)s)")
-    run.add_argument("--threads", type=int, help="torch CPU threads (default: COURSE_NUM_THREADS or 1)")
+    run.add_argument("--threads", type=_positive_int, help="torch CPU threads (default: COURSE_NUM_THREADS or 1)")
     run.add_argument("--device", help="cpu, cuda, cuda:1, ... (default: CUDA if available)")
     run.add_argument("--resume", metavar="CHECKPOINT", help="continue training from a checkpoint with training state")
     run.add_argument("--weights-only", action="store_true", help="write the final checkpoint without optimizer state")
     run.add_argument("--no-progress", action="store_true", help="no progress bar")
-    run.add_argument("--beam", type=int, default=4, help="also evaluate beam search of this size; 1 = greedy only")
-    run.add_argument("--samples", type=int, default=5, help="sample translations to print (default %(default)s)")
+    run.add_argument("--beam", type=_positive_int, default=4, help="also evaluate beam search of this size; 1 = greedy only")
+    run.add_argument("--samples", type=_non_negative_int, default=5, help="sample translations to print (default %(default)s)")
 
-    recipe = parser.add_argument_group("recipe (defaults: TrainConfig and TransformerConfig)")
-    recipe.add_argument("--batch-size", type=int, default=train_defaults.batch_size,
-                        help="sentences per batch (default %(default)s)")
-    recipe.add_argument("--warmup", type=int, default=train_defaults.warmup_steps, help="warm-up steps")
-    recipe.add_argument("--lr-factor", type=float, default=train_defaults.lr_factor, help="schedule multiplier")
-    recipe.add_argument("--label-smoothing", type=float, default=train_defaults.label_smoothing)
-    recipe.add_argument("--d-model", type=int, default=model_defaults.d_model)
-    recipe.add_argument("--n-heads", type=int, default=model_defaults.n_heads)
-    recipe.add_argument("--d-ff", type=int, default=model_defaults.d_ff)
-    recipe.add_argument("--layers", type=int, help="encoder and decoder layers (default: the config's)")
-    recipe.add_argument("--dropout", type=float, default=model_defaults.dropout)
+    recipe = parser.add_argument_group(
+        "recipe (not given: chosen from the model size and the corpus, see course_lib.recipe; "
+        "the defaults shown are TrainConfig's and TransformerConfig's)")
+    recipe.add_argument("--batch-size", type=_positive_int, default=train_defaults.batch_size,
+                        help="sentences per batch (default: the recipe's batches of --batch-tokens)")
+    recipe.add_argument("--batch-tokens", type=_positive_int, help="target tokens per batch (default: the recipe's)")
+    recipe.add_argument("--warmup", type=_positive_int, default=train_defaults.warmup_steps, help="warm-up steps")
+    recipe.add_argument("--lr-factor", type=_positive_float, default=train_defaults.lr_factor,
+                        help="schedule multiplier: peak lr = factor * (d_model * warmup)^-0.5")
+    recipe.add_argument("--peak-lr", type=_positive_float, help="the schedule's peak learning rate (sets --lr-factor)")
+    recipe.add_argument("--label-smoothing", type=_probability, default=train_defaults.label_smoothing)
+    recipe.add_argument("--d-model", type=_positive_int, default=model_defaults.d_model)
+    recipe.add_argument("--n-heads", type=_positive_int, default=model_defaults.n_heads)
+    recipe.add_argument("--d-ff", type=_positive_int, default=model_defaults.d_ff)
+    recipe.add_argument("--layers", type=_positive_int, help="encoder and decoder layers (default: the config's)")
+    recipe.add_argument("--dropout", type=_probability, default=model_defaults.dropout)
     recipe.add_argument("--norm-first", action=argparse.BooleanOptionalAction, default=model_defaults.norm_first,
                         help="pre-norm (--norm-first) or post-norm (--no-norm-first)")
     return parser
+
+
+def given_options(argv: Sequence[str] | None) -> set[str]:
+    """The option names (argparse ``dest``) written on the command line ``argv`` (None: ``sys.argv[1:]``)."""
+    probe = build_parser()
+    for action in probe._actions:
+        action.default = argparse.SUPPRESS
+    return set(vars(probe.parse_args(sys.argv[1:] if argv is None else list(argv))))
+
+
+def apply_recipe(args, given: set[str], train_tokens) -> Recipe:
+    """Choose the recipe for ``args`` (keeping every option in ``given``) and write it back into ``args``."""
+    overrides = {key: getattr(args, dest) for dest, key in RECIPE_OPTIONS.items() if dest in given}
+    if "lr_factor" in overrides and "peak_lr" in overrides:
+        raise UsageError("give --lr-factor or --peak-lr, not both")
+    if "batch_size" in overrides and "batch_tokens" in overrides:
+        raise UsageError("give --batch-size or --batch-tokens, not both")
+    layers = args.layers or max(TransformerConfig().n_encoder_layers, TransformerConfig().n_decoder_layers)
+    recipe = choose_recipe(args.d_model, layers, train_tokens, epochs=args.epochs, max_steps=args.max_steps,
+                           time_budget=args.time_budget or None, overrides=overrides)
+    args.warmup, args.lr_factor, args.batch_size = recipe.warmup_steps, recipe.lr_factor, recipe.batch_size
+    args.batch_tokens, args.dropout, args.min_freq = recipe.batch_tokens, recipe.dropout, recipe.min_freq
+    return recipe
+
+
+def check_output_writable(path: str) -> None:
+    """Fail now, not after the first epoch, if the checkpoint cannot be written to ``path``."""
+    target = Path(path)
+    if target.is_dir():
+        raise UsageError(f"--output {path} is a directory; give a file name such as {target / 'model.pt'}")
+    folder = target.parent
+    existing = folder
+    while not existing.exists() and existing != existing.parent:
+        existing = existing.parent
+    if not existing.is_dir():
+        raise UsageError(f"--output {path}: {existing} is not a directory")
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        with tempfile.NamedTemporaryFile(dir=folder, prefix=".write_test"):
+            pass
+    except OSError as exc:
+        raise UsageError(f"--output {path} is not writable: {exc.strerror or exc}") from None
+    if target.exists() and not os.access(target, os.W_OK):
+        raise UsageError(f"--output {path} is not writable (permission denied)")
+
+
+def learn_subwords(train_tokens, merges: int):
+    """(source, target) :class:`~course_lib.subword.SubwordTokenizer` with ``merges`` merges each, from the training pairs."""
+    try:
+        from .subword import SubwordTokenizer
+
+        return (SubwordTokenizer.train([s for s, _ in train_tokens], merges),
+                SubwordTokenizer.train([t for _, t in train_tokens], merges))
+    except ImportError as exc:
+        raise UsageError(str(exc)) from None
+
+
+def subword_tokenizers(train_config: dict):
+    """The (source, target) subword tokenizers saved in a checkpoint's ``train_config``, or None."""
+    if not train_config.get("src_subword_merges"):
+        return None
+    try:
+        from .subword import SubwordTokenizer
+    except ImportError as exc:
+        raise UsageError(str(exc)) from None
+    return (SubwordTokenizer.from_merges(train_config["src_subword_merges"]),
+            SubwordTokenizer.from_merges(train_config["tgt_subword_merges"]))
+
+
+def unknown_rate(token_pairs, src_vocab, tgt_vocab) -> tuple[float, float]:
+    """Share of source and target tokens of ``token_pairs`` that the vocabularies map to ``<unk>``."""
+    src = [t for s, _ in token_pairs for t in s]
+    tgt = [t for _, ts in token_pairs for t in ts]
+    rate = lambda tokens, vocab: sum(t not in vocab for t in tokens) / max(1, len(tokens))  # noqa: E731
+    return rate(src, src_vocab), rate(tgt, tgt_vocab)
 
 
 def _split_off(pairs: list, count: int, seed: int) -> tuple[list, list]:
@@ -96,13 +245,13 @@ def load_splits(args) -> dict[str, list[tuple[str, str]]]:
     """Raw (source, target) pairs for train/valid/test from the options (toy corpus by default)."""
     if args.src_files or args.tgt_files:
         if not (args.src_files and args.tgt_files) or len(args.src_files) != len(args.tgt_files):
-            raise SystemExit("--src-files and --tgt-files need the same number of files (train [valid [test]])")
+            raise UsageError("--src-files and --tgt-files need the same number of files (train [valid [test]])")
         given = [data.read_parallel_files(s, t) for s, t in zip(args.src_files, args.tgt_files, strict=True)]
     elif args.train_tsv:
         given = [data.read_tsv(args.train_tsv)]
         given += [data.read_tsv(p) for p in (args.valid_tsv, args.test_tsv) if p]
         if args.test_tsv and not args.valid_tsv:
-            raise SystemExit("--test-tsv needs --valid-tsv too")
+            raise UsageError("--test-tsv needs --valid-tsv too")
     else:
         given = [data.load_toy_corpus(split) for split in ("train", "valid", "test")]
     train_pairs = given[0]
@@ -120,9 +269,20 @@ def load_splits(args) -> dict[str, list[tuple[str, str]]]:
     return splits
 
 
-def make_train_loader(dataset: data.TranslationDataset, batch_size: int, seed: int) -> DataLoader:
-    """Length-bucketed, shuffled batches; under ``torchrun`` each process gets its own share."""
-    sampler = data.BucketBatchSampler(dataset.lengths, batch_size, shuffle=True, seed=seed)
+def make_train_loader(dataset: data.TranslationDataset, batch_size: int, seed: int,
+                      batch_tokens: int | None = None) -> DataLoader:
+    """Length-bucketed, shuffled batches; under ``torchrun`` each process gets its own share.
+
+    Args:
+        dataset: the training set.
+        batch_size: sentences per batch (used when ``batch_tokens`` is None).
+        seed: shuffling seed.
+        batch_tokens: target tokens per batch instead (:class:`~course_lib.data.TokenBatchSampler`).
+    """
+    if batch_tokens is not None:
+        sampler = data.TokenBatchSampler(dataset.lengths, dataset.tgt_lengths, batch_tokens, shuffle=True, seed=seed)
+    else:
+        sampler = data.BucketBatchSampler(dataset.lengths, batch_size, shuffle=True, seed=seed)
     if distributed.is_distributed():
         sampler = distributed.ShardedBatchSampler(sampler)
     return DataLoader(dataset, batch_sampler=sampler, collate_fn=data.collate_batch)
@@ -182,7 +342,18 @@ def report(model, test_tokens, src_vocab, tgt_vocab, beam: int, samples: int) ->
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    """Run the command; mistakes in the input end it with one line on stderr and exit status 2."""
+    try:
+        return _main(argv)
+    except (UsageError, CheckpointError, data.CorpusFormatError, FileNotFoundError, IsADirectoryError,
+            PermissionError) as exc:
+        print(f"python -m course_lib.train: error: {exc}", file=sys.stderr)
+        return 2
+
+
+def _main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    given = given_options(argv)
     device = distributed.init_distributed() or get_device(args.device)
     args.device = str(device)
     main_process = distributed.is_main_process()
@@ -192,25 +363,55 @@ def main(argv: Sequence[str] | None = None) -> int:
         log(f"distributed: world size {distributed.get_world_size()}, backend {torch.distributed.get_backend()}, "
             f"device {device}")
     try:
+        if main_process:
+            check_output_writable(args.output)
+        if args.resume:
+            saved = read_checkpoint(args.resume)  # fail early on a missing or corrupt checkpoint
         splits = load_splits(args)
-        tokenizers = data.default_tokenizers(src_lang=args.src_lang, tgt_lang=args.tgt_lang)
+        try:
+            tokenizers = data.default_tokenizers(src_lang=args.src_lang, tgt_lang=args.tgt_lang)
+        except ValueError as exc:
+            raise UsageError(str(exc)) from None
         tokens = {name: data.tokenize_pairs(pairs, tokenizers) for name, pairs in splits.items()}
+        subwords = None
+        if args.resume and (saved.get("train_config") or {}).get("src_subword_merges"):
+            subwords = subword_tokenizers(saved["train_config"])
+        elif args.subword_merges:
+            subwords = learn_subwords(tokens["train"], args.subword_merges)
+        if subwords is not None:
+            word_unknown = {name: unknown_rate(tokens[name], *data.build_vocabs(tokens["train"], min_freq=2))
+                            for name in ("valid", "test")}
+            log(f"subwords: {len(subwords[0])}/{len(subwords[1])} BPE merges; with whole words (min_freq 2) "
+                + ", ".join(f"{100 * w[0]:.1f}%/{100 * w[1]:.1f}% of {n}" for n, w in word_unknown.items())
+                + " would be <unk>")
+            tokens = {name: [(subwords[0].tokenize(s), subwords[1].tokenize(t)) for s, t in pairs]
+                      for name, pairs in tokens.items()}
+        args.subword_tokenizers = subwords
+        recipe = apply_recipe(args, given, tokens["train"])
         src_vocab, tgt_vocab = data.build_vocabs(tokens["train"], min_freq=args.min_freq)
         if args.resume:  # the vocabularies must be the ones the checkpoint was trained with
-            saved = read_checkpoint(args.resume)
             src_vocab, tgt_vocab = (data.Vocab.from_dict({"itos": saved[k]}) for k in ("src_itos", "tgt_itos"))
-        config = model_config(args, src_vocab, tgt_vocab)
+        try:
+            config = model_config(args, src_vocab, tgt_vocab)
+        except ValueError as exc:
+            raise UsageError(str(exc)) from None
         datasets = {name: data.make_dataset(pairs, src_vocab, tgt_vocab, max_len=config.max_len - 2)
                     for name, pairs in tokens.items() if name != "test"}
         log(f"data: {len(datasets['train'])} train / {len(datasets['valid'])} valid / {len(tokens['test'])} test "
             f"pairs; vocab {len(src_vocab)} {args.src_lang} / {len(tgt_vocab)} {args.tgt_lang}")
+        for name in ("valid", "test"):
+            src_unk, tgt_unk = unknown_rate(tokens[name], src_vocab, tgt_vocab)
+            log(f"unknown tokens in {name}: {100 * src_unk:.1f}% of {args.src_lang}, {100 * tgt_unk:.1f}% of "
+                f"{args.tgt_lang} (become <unk>)")
+        log(f"recipe (d_model {args.d_model}, {config.n_encoder_layers}+{config.n_decoder_layers} layers; "
+            f"'flag' = given on the command line):\n{recipe.describe()}")
         seed_everything(args.seed)
         model = Transformer(config)
         log(f"model: {model.num_parameters():,} parameters, {config}")
         settings = train_config(args)
         log(f"training: {settings}")
         start = time.perf_counter()
-        history = train(model, make_train_loader(datasets["train"], args.batch_size, args.seed),
+        history = train(model, make_train_loader(datasets["train"], args.batch_size, args.seed, args.batch_tokens),
                         make_eval_loader(datasets["valid"]), settings, [PrintEpochs()] if main_process else [],
                         src_vocab, tgt_vocab, resume_from=args.resume)
         log(f"trained {history[-1]['step'] if history else 0} steps in {history[-1]['seconds'] if history else 0:.1f}s "
@@ -234,6 +435,10 @@ def final_save(args, model, src_vocab, tgt_vocab, settings: TrainConfig, metrics
     if not args.weights_only and Path(args.output).is_file():
         state = read_checkpoint(args.output).get("training_state")
     data_config = {"src_lang": args.src_lang, "tgt_lang": args.tgt_lang}
+    subwords = getattr(args, "subword_tokenizers", None)
+    if subwords is not None:
+        data_config.update(src_subword_merges=[list(m) for m in subwords[0].merges],
+                           tgt_subword_merges=[list(m) for m in subwords[1].merges])
     save_checkpoint(args.output, model, src_vocab, tgt_vocab, training_state=state,
                     train_config={**settings.to_dict(), **data_config}, metrics=metrics)
 

@@ -34,7 +34,7 @@ import copy
 import math
 import random
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import asdict, dataclass
 
 import numpy as np
@@ -439,6 +439,29 @@ def train(
     Returns:
         The history: one dict per epoch (see the module docstring).
     """
+    history: list[dict] = []
+    for epochs_so_far in train_epochs(model, train_loader, valid_loader, config, callbacks, src_vocab, tgt_vocab,
+                                      resume_from):
+        history = epochs_so_far
+    return history
+
+
+def train_epochs(
+    model: nn.Module,
+    train_loader: Iterable,
+    valid_loader: Iterable | None = None,
+    config: TrainConfig | None = None,
+    callbacks: Sequence[Callback] = (),
+    src_vocab: Vocab | None = None,
+    tgt_vocab: Vocab | None = None,
+    resume_from: str | None = None,
+) -> Iterator[list[dict]]:
+    """:func:`train`, one epoch at a time: a generator that yields the history after every epoch.
+
+    Lets a caller interleave two trainings epoch by epoch (``benchmarks/real_data.py``). The last
+    value yielded is what :func:`train` returns (the best weights are restored, if configured, after
+    the last epoch and before that final yield). Arguments: see :func:`train`.
+    """
     config = TrainConfig() if config is None else config
     configure_threads(config.num_threads)
     seed_everything(config.seed)
@@ -462,6 +485,8 @@ def train(
                 break
             if trainer.end_epoch(stats, wall_start) or stop:
                 break
+            if trainer.epoch < config.epochs and not trainer.out_of_budget():
+                yield trainer.history
     finally:
         if bar is not None:
             bar.close()
@@ -469,4 +494,4 @@ def train(
         trainer.model.load_state_dict(trainer.best_state)
     for cb in trainer.callbacks:
         cb.on_train_end(trainer.history)
-    return trainer.history
+    yield trainer.history

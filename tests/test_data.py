@@ -275,3 +275,24 @@ def test_statistics_and_cli(tmp_path, capsys):
     assert data.main(["--write", str(tmp_path)]) == 0
     assert "wrote train" in capsys.readouterr().out
     assert read_tsv(tmp_path / "test.tsv") == load_toy_corpus("test")
+
+
+def test_token_batch_sampler_fills_batches_by_target_tokens():
+    from course_lib.data import TokenBatchSampler
+
+    lengths = [3, 10, 5, 7, 2, 12, 4, 4, 9, 1] * 20
+    target = [n + 1 for n in lengths]
+    sampler = TokenBatchSampler(lengths, target, max_tokens=30, seed=3)
+    batches = sampler.batches()
+    assert sorted(i for b in batches for i in b) == list(range(len(lengths)))  # each example exactly once
+    assert all(sum(target[i] for i in b) <= 30 for b in batches)
+    assert len(sampler) == len(batches) and len({len(b) for b in batches}) > 1  # short sentences, bigger batches
+    assert sampler.batches() == batches  # deterministic
+    sampler.set_epoch(1)
+    assert sampler.batches() != batches  # a new order each epoch
+    single = TokenBatchSampler([50], [50], max_tokens=10)
+    assert single.batches() == [[0]]  # a sentence longer than the budget still gets its own batch
+    with pytest.raises(ValueError, match="max_tokens must be a positive int"):
+        TokenBatchSampler(lengths, target, max_tokens=0)
+    with pytest.raises(ValueError, match="target_lengths has 1"):
+        TokenBatchSampler(lengths, [1], max_tokens=10)

@@ -1,0 +1,193 @@
+"""The command lines fail the way a user can act on: one line on stderr naming the problem, exit
+status 2, no traceback, and before any training starts; ``translate`` names unknown input words."""
+
+import gzip
+import os
+import subprocess
+import sys
+
+import pytest
+import torch
+
+from course_lib import train as train_cli
+from course_lib import translate as translate_cli
+from course_lib.checkpoint import save_checkpoint
+from course_lib.model import Transformer, TransformerConfig
+from course_lib.tokenization import Vocab
+
+TINY = ["--max-train-pairs", "60", "--max-eval-pairs", "8", "--max-steps", "2", "--d-model", "16", "--d-ff", "32",
+        "--n-heads", "2", "--layers", "1", "--no-progress", "--samples", "0", "--beam", "1"]
+
+
+def run_train(argv, capsys):
+    code = train_cli.main(argv)
+    captured = capsys.readouterr()
+    return code, captured.out, captured.err
+
+
+def one_line_error(err: str) -> str:
+    lines = [line for line in err.splitlines() if line.strip()]
+    assert len(lines) == 1, f"expected one line on stderr, got: {err!r}"
+    assert "Traceback" not in err
+    return lines[0]
+
+
+def write_lines(path, lines, compress=False):
+    text = "".join(line + "\n" for line in lines)
+    if compress:
+        with gzip.open(path, "wt", encoding="utf-8") as handle:
+            handle.write(text)
+    else:
+        path.write_text(text, encoding="utf-8")
+
+
+@pytest.mark.parametrize(("flag", "value", "expected"), [
+    ("--d-model", "0", "--d-model: must be a positive integer, got 0"),
+    ("--layers", "-2", "--layers: must be a positive integer, got -2"),
+    ("--batch-size", "0", "--batch-size: must be a positive integer"),
+    ("--batch-tokens", "-5", "--batch-tokens: must be a positive integer"),
+    ("--epochs", "0", "--epochs: must be a positive integer"),
+    ("--max-steps", "-1", "--max-steps: must be a positive integer"),
+    ("--time-budget", "-10", "--time-budget: must be a positive number of seconds"),
+    ("--warmup", "0", "--warmup: must be a positive integer"),
+    ("--lr-factor", "0", "--lr-factor: must be a positive number"),
+    ("--dropout", "1.5", r"--dropout: must be in [0, 1)"),
+    ("--min-freq", "0", "--min-freq: must be a positive integer"),
+    ("--d-model", "abc", "--d-model: invalid positive integer value: 'abc'"),
+])
+def test_bad_sizes_and_budgets_are_one_line_errors(flag, value, expected, capsys):
+    with pytest.raises(SystemExit) as exit_info:
+        train_cli.main([flag, value])
+    assert exit_info.value.code == 2
+    line = one_line_error(capsys.readouterr().err)
+    assert expected in line and line.startswith("python -m course_lib.train: error:")
+
+
+def test_sizes_the_model_rejects_are_one_line_errors(tmp_path, capsys):
+    code, _, err = run_train([*TINY, "--d-model", "30", "--n-heads", "4", "--output", str(tmp_path / "m.pt")], capsys)
+    assert code == 2
+    assert "d_model must be divisible by n_heads, got d_model=30, n_heads=4" in one_line_error(err)
+
+
+def test_missing_corpus_file_is_a_one_line_error(tmp_path, capsys):
+    code, _, err = run_train(["--train-tsv", str(tmp_path / "nope.tsv"), "--output", str(tmp_path / "m.pt")], capsys)
+    assert code == 2
+    assert "corpus file not found" in one_line_error(err)
+
+
+def test_malformed_tsv_names_the_line(tmp_path, capsys):
+    corpus = tmp_path / "train.tsv"
+    corpus.write_text("Ein Hund.\tA dog.\nkein Tab hier\n", encoding="utf-8")
+    code, _, err = run_train(["--train-tsv", str(corpus), "--output", str(tmp_path / "m.pt")], capsys)
+    assert code == 2
+    assert "line 2: expected 2 tab-separated fields" in one_line_error(err)
+
+
+def test_parallel_files_of_different_lengths_and_empty_lines(tmp_path, capsys):
+    write_lines(tmp_path / "train.de", ["Ein Hund.", "Eine Katze."])
+    write_lines(tmp_path / "train.en", ["A dog."], compress=False)
+    code, _, err = run_train(["--src-files", str(tmp_path / "train.de"), "--tgt-files", str(tmp_path / "train.en"),
+                              "--output", str(tmp_path / "m.pt")], capsys)
+    assert code == 2 and "differ in length" in one_line_error(err)
+    write_lines(tmp_path / "train.en", ["A dog.", "  "])
+    code, _, err = run_train(["--src-files", str(tmp_path / "train.de"), "--tgt-files", str(tmp_path / "train.en"),
+                              "--output", str(tmp_path / "m.pt")], capsys)
+    assert code == 2 and "line 2 is empty" in one_line_error(err)
+
+
+def test_corrupt_gzip_corpus(tmp_path, capsys):
+    (tmp_path / "train.de.gz").write_bytes(b"\x1f\x8b" + b"garbage" * 5)
+    write_lines(tmp_path / "train.en", ["A dog."])
+    code, _, err = run_train(["--src-files", str(tmp_path / "train.de.gz"), "--tgt-files", str(tmp_path / "train.en"),
+                              "--output", str(tmp_path / "m.pt")], capsys)
+    assert code == 2 and "not a valid gzip file" in one_line_error(err)
+
+
+@pytest.mark.skipif(hasattr(os, "geteuid") and os.geteuid() == 0, reason="root may write anywhere")
+def test_unwritable_output_is_rejected_before_training(tmp_path, capsys):
+    locked = tmp_path / "locked"
+    locked.mkdir()
+    locked.chmod(0o500)
+    try:
+        code, out, err = run_train([*TINY, "--output", str(locked / "m.pt")], capsys)
+    finally:
+        locked.chmod(0o700)
+    assert code == 2 and "is not writable" in one_line_error(err)
+    assert "epoch" not in out  # nothing was trained
+
+
+def test_output_the_system_refuses_is_rejected_before_training(tmp_path, capsys, monkeypatch):
+    """Whoever runs the tests (root writes anywhere): the file system refuses the test file."""
+
+    def refuse(*args, **kwargs):
+        raise PermissionError(13, "Permission denied")
+
+    monkeypatch.setattr(train_cli.tempfile, "NamedTemporaryFile", refuse)
+    code, out, err = run_train([*TINY, "--output", str(tmp_path / "m.pt")], capsys)
+    assert code == 2 and "is not writable: Permission denied" in one_line_error(err)
+    assert "epoch" not in out
+
+
+def test_output_under_a_file_or_a_directory_is_rejected_before_training(tmp_path, capsys):
+    blocker = tmp_path / "a_file"
+    blocker.write_text("x")
+    code, out, err = run_train([*TINY, "--output", str(blocker / "m.pt")], capsys)
+    assert code == 2 and "is not a directory" in one_line_error(err) and "epoch" not in out
+    code, out, err = run_train([*TINY, "--output", str(tmp_path)], capsys)
+    assert code == 2 and "is a directory" in one_line_error(err) and "epoch" not in out
+
+
+def test_missing_and_corrupt_resume_checkpoints(tmp_path, capsys):
+    code, out, err = run_train([*TINY, "--resume", str(tmp_path / "none.pt"), "--output", str(tmp_path / "m.pt")],
+                               capsys)
+    assert code == 2 and "checkpoint not found" in one_line_error(err) and "epoch" not in out
+    bad = tmp_path / "bad.pt"
+    bad.write_bytes(b"not a checkpoint at all")
+    code, _, err = run_train([*TINY, "--resume", str(bad), "--output", str(tmp_path / "m.pt")], capsys)
+    line = one_line_error(err)
+    assert code == 2 and "cannot read checkpoint" in line and "weights_only" not in line
+
+
+def _checkpoint(path):
+    torch.manual_seed(0)
+    src_vocab = Vocab.build([["Der", "Hund", "sieht", "die", "Katze", "."]])
+    tgt_vocab = Vocab.build([["the", "dog", "sees", "cat", "."]])
+    model = Transformer(TransformerConfig(src_vocab_size=len(src_vocab), tgt_vocab_size=len(tgt_vocab), d_model=16,
+                                          n_heads=2, d_ff=32, n_encoder_layers=1, n_decoder_layers=1))
+    save_checkpoint(path, model, src_vocab, tgt_vocab)
+    return path
+
+
+def test_translate_missing_corrupt_and_foreign_checkpoints(tmp_path, capsys):
+    assert translate_cli.main([str(tmp_path / "none.pt"), "Der Hund."]) == 2
+    assert "checkpoint not found" in one_line_error(capsys.readouterr().err)
+    foreign = tmp_path / "foreign.pt"
+    torch.save({"weights": [object.__new__(Vocab)]}, foreign)  # a pickled object, not a course checkpoint
+    assert translate_cli.main([str(foreign), "Der Hund."]) == 2
+    line = one_line_error(capsys.readouterr().err)
+    assert "holds pickled objects" in line and "weights_only" not in line
+
+
+def test_translate_warns_about_unknown_words(tmp_path, capsys):
+    checkpoint = _checkpoint(tmp_path / "tiny.pt")
+    assert translate_cli.main([str(checkpoint), "Der Hund sieht die Katze.", "Der Zebrafisch sieht den Hund."]) == 0
+    captured = capsys.readouterr()
+    assert len(captured.out.strip().splitlines()) == 2
+    warning = one_line_error(captured.err)
+    assert warning.startswith("warning: 2 input word(s) unknown") and "Zebrafisch, den" in warning
+    assert translate_cli.main([str(checkpoint), "Der Hund sieht die Katze."]) == 0
+    assert capsys.readouterr().err == ""  # every word known: no warning
+
+
+def test_the_real_command_exits_2_without_a_traceback(tmp_path):
+    """Through the interpreter, as a user runs it."""
+    result = subprocess.run([sys.executable, "-m", "course_lib.translate", str(tmp_path / "none.pt"), "Hallo"],
+                            capture_output=True, text=True, timeout=120)
+    assert result.returncode == 2
+    assert "Traceback" not in result.stderr and len(result.stderr.strip().splitlines()) == 1
+
+
+def test_unpaired_file_lists_are_one_line_errors(tmp_path, capsys):
+    write_lines(tmp_path / "a.de", ["Ein Hund."])
+    code, _, err = run_train(["--src-files", str(tmp_path / "a.de"), "--output", str(tmp_path / "m.pt")], capsys)
+    assert code == 2 and "need the same number of files" in one_line_error(err)

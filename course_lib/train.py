@@ -409,7 +409,9 @@ def _main(argv: Sequence[str] | None = None) -> int:
         model = Transformer(config)
         log(f"model: {model.num_parameters():,} parameters, {config}")
         settings = train_config(args)
-        log(f"training: {settings}")
+        batches = (f"; batches of {args.batch_tokens} target tokens (batch_size unused)" if args.batch_tokens
+                   else f"; batches of {args.batch_size} sentences")
+        log(f"training: {settings}{batches}")
         start = time.perf_counter()
         history = train(model, make_train_loader(datasets["train"], args.batch_size, args.seed, args.batch_tokens),
                         make_eval_loader(datasets["valid"]), settings, [PrintEpochs()] if main_process else [],

@@ -23,10 +23,10 @@ import torch
 from torch import nn
 
 from .attention import MultiHeadAttention
-from .embeddings import TokenEmbedding, check_token_ids, sinusoidal_table
+from .embeddings import TokenEmbedding, sinusoidal_table
 from .layers import DecoderLayer, EncoderLayer, LayerNorm, PositionwiseFeedForward
 from .masks import causal_mask, padding_mask
-from .model import TransformerConfig
+from .model import Transformer, TransformerConfig
 from .parts import PART_NAMES, PARTS, PartContractError, check_parts
 
 MY_PACKAGE = "my_transformer"
@@ -202,20 +202,15 @@ class AssembledTransformer(nn.Module):
         self.encoder = AssembledStack(config, factories, decoder=False)
         self.decoder = AssembledStack(config, factories, decoder=True)
         self.generator = nn.Linear(config.d_model, config.tgt_vocab_size)  # hidden -> logits over the target vocab
-        for name, param in self.named_parameters():  # Xavier for matrices, as course_lib.model.Transformer
-            if param.dim() > 1 and ".embedding." not in name:
-                nn.init.xavier_uniform_(param)
+        self._reset_parameters()  # Xavier for matrices, not for the embeddings
         if isinstance(self.parts.get("multi_head_attention"), type):  # let record_attention see its weights
             _wrap_attention(self, self.parts["multi_head_attention"], config.d_model, config.n_heads)
 
-    def num_parameters(self) -> int:
-        """Number of trainable parameters."""
-        return sum(p.numel() for p in self.parameters() if p.requires_grad)
-
-    def _check_ids(self, ids: torch.Tensor, vocab_size: int, name: str) -> None:
-        check_token_ids(ids, vocab_size, name)
-        if ids.size(1) > self.config.max_len:
-            raise ValueError(f"{name} has length {ids.size(1)}, longer than max_len={self.config.max_len}")
+    # The same initialisation, parameter count and id checks as the course model (not a subclass of it: the
+    # decoding helpers use their key/value cache only for course_lib's own layers).
+    _reset_parameters = Transformer._reset_parameters
+    num_parameters = Transformer.num_parameters
+    _check_ids = Transformer._check_ids
 
     def _src_mask(self, src: torch.Tensor) -> torch.Tensor:
         return self.padding_mask(src, self.config.pad_id)  # (batch, 1, 1, src_len)

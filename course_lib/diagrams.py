@@ -38,6 +38,41 @@ _ARROWS = [
 ]
 
 
+def _draw(box_style, stack_style, memory_label: bool = True):
+    """The model's boxes, stacks, arrows and headings on a new Figure.
+
+    Args:
+        box_style: ``notebooks -> (linewidth, edgecolor, facecolor, bold)`` for each box.
+        stack_style: ``notebooks -> (linewidth, edgecolor, facecolor)`` for each layer stack.
+        memory_label: write "memory" on the arrow from the encoder to the decoder.
+
+    Returns:
+        ``(fig, ax)``.
+    """
+    fig, ax = plt.subplots(figsize=(10, 11))
+    ax.set_xlim(0, 10)
+    ax.set_ylim(12.2, 0)  # top to bottom: input at the top
+    ax.axis("off")
+    for label, notebook, x, y, w, h in _STACKS:
+        linewidth, edgecolor, facecolor = stack_style(notebook)
+        ax.add_patch(FancyBboxPatch((x, y), w, h, boxstyle="round,pad=0.05", linewidth=linewidth,
+                                    edgecolor=edgecolor, facecolor=facecolor))
+        ax.text(x + 0.1, y + h + 0.3, label, ha="left", va="center", fontsize=12, style="italic")
+    for label, notebook, x, y, w, h in _BOXES:
+        linewidth, edgecolor, facecolor, bold = box_style(notebook)
+        ax.add_patch(FancyBboxPatch((x, y), w, h, boxstyle="round,pad=0.04", linewidth=linewidth,
+                                    edgecolor=edgecolor, facecolor=facecolor))
+        ax.text(x + w / 2, y + h / 2, label, ha="center", va="center", fontsize=11, weight="bold" if bold else None)
+        ax.text(x + w - 0.05, y + 0.05, notebook, ha="right", va="top", fontsize=8, color="#7f8c8d")
+    for start, end in _ARROWS:
+        ax.add_patch(FancyArrowPatch(start, end, arrowstyle="-|>", mutation_scale=14, color="#34495e"))
+    ax.text(2.5, 0.0, "Encoder: reads German", ha="center", fontsize=14, weight="bold")
+    ax.text(7.5, 0.0, "Decoder: writes English", ha="center", fontsize=14, weight="bold")
+    if memory_label:
+        ax.text(5.15, 7.0, "memory", ha="center", fontsize=10, style="italic", rotation=-30)
+    return fig, ax
+
+
 def draw_architecture(highlight: str | None = None, title: str = "The Transformer you will build"):
     """Draw the model as boxes; boxes whose notebook numbers include ``highlight`` are coloured.
 
@@ -48,26 +83,12 @@ def draw_architecture(highlight: str | None = None, title: str = "The Transforme
     Returns:
         The matplotlib Figure.
     """
-    fig, ax = plt.subplots(figsize=(10, 11))
-    ax.set_xlim(0, 10)
-    ax.set_ylim(12.2, 0)  # top to bottom: input at the top
-    ax.axis("off")
-    for label, notebook, x, y, w, h in _STACKS:
-        on = highlight is not None and highlight in notebook.split()
-        ax.add_patch(FancyBboxPatch((x, y), w, h, boxstyle="round,pad=0.05", linewidth=2.5 if on else 1.5,
-                                    edgecolor="#c0392b" if on else "#7f8c8d", facecolor="#fdf2e9" if on else "#f4f6f6"))
-        ax.text(x + 0.1, y + h + 0.3, label, ha="left", va="center", fontsize=12, style="italic")
-    for label, notebook, x, y, w, h in _BOXES:
-        on = highlight is not None and highlight in notebook.split()
-        ax.add_patch(FancyBboxPatch((x, y), w, h, boxstyle="round,pad=0.04", linewidth=2 if on else 1,
-                                    edgecolor="#c0392b" if on else "#34495e", facecolor="#f5b7b1" if on else "white"))
-        ax.text(x + w / 2, y + h / 2, label, ha="center", va="center", fontsize=11, weight="bold" if on else None)
-        ax.text(x + w - 0.05, y + 0.05, notebook, ha="right", va="top", fontsize=8, color="#7f8c8d")
-    for start, end in _ARROWS:
-        ax.add_patch(FancyArrowPatch(start, end, arrowstyle="-|>", mutation_scale=14, color="#34495e"))
-    ax.text(2.5, 0.0, "Encoder: reads German", ha="center", fontsize=14, weight="bold")
-    ax.text(7.5, 0.0, "Decoder: writes English", ha="center", fontsize=14, weight="bold")
-    ax.text(5.15, 7.0, "memory", ha="center", fontsize=10, style="italic", rotation=-30)
+    def on(notebook: str) -> bool:
+        return highlight is not None and highlight in notebook.split()
+
+    fig, ax = _draw(
+        lambda n: (2, "#c0392b", "#f5b7b1", True) if on(n) else (1, "#34495e", "white", False),
+        lambda n: (2.5, "#c0392b", "#fdf2e9") if on(n) else (1.5, "#7f8c8d", "#f4f6f6"))
     any_on = highlight is not None and any(highlight in box[1].split() for box in _BOXES + _STACKS)
     ax.set_title(title + (f" (notebook {highlight} in red)" if any_on else ""), fontsize=16, pad=20)
     fig.tight_layout()
@@ -85,30 +106,14 @@ def draw_ownership(yours: set[str], title: str = "Whose code runs in your Transf
     Returns:
         The matplotlib Figure.
     """
-    fig, ax = plt.subplots(figsize=(10, 11))
-    ax.set_xlim(0, 10)
-    ax.set_ylim(12.2, 0)  # top to bottom: input at the top
-    ax.axis("off")
-
     def owned(notebooks: str) -> bool:
         building = [n for n in notebooks.split() if "02" <= n <= "09"]
         return bool(building) and all(n in yours for n in building)
 
-    for label, notebook, x, y, w, h in _STACKS:
-        mine = owned(notebook)
-        ax.add_patch(FancyBboxPatch((x, y), w, h, boxstyle="round,pad=0.05", linewidth=1.5,
-                                    edgecolor="#1e8449" if mine else "#7f8c8d", facecolor="#eafaf1" if mine else "#f4f6f6"))
-        ax.text(x + 0.1, y + h + 0.3, label, ha="left", va="center", fontsize=12, style="italic")
-    for label, notebook, x, y, w, h in _BOXES:
-        mine = owned(notebook)
-        ax.add_patch(FancyBboxPatch((x, y), w, h, boxstyle="round,pad=0.04", linewidth=2 if mine else 1,
-                                    edgecolor="#1e8449" if mine else "#7f8c8d", facecolor="#abebc6" if mine else "#e5e7e9"))
-        ax.text(x + w / 2, y + h / 2, label, ha="center", va="center", fontsize=11, weight="bold" if mine else None)
-        ax.text(x + w - 0.05, y + 0.05, notebook, ha="right", va="top", fontsize=8, color="#7f8c8d")
-    for start, end in _ARROWS:
-        ax.add_patch(FancyArrowPatch(start, end, arrowstyle="-|>", mutation_scale=14, color="#34495e"))
-    ax.text(2.5, 0.0, "Encoder: reads German", ha="center", fontsize=14, weight="bold")
-    ax.text(7.5, 0.0, "Decoder: writes English", ha="center", fontsize=14, weight="bold")
+    fig, ax = _draw(
+        lambda n: (2, "#1e8449", "#abebc6", True) if owned(n) else (1, "#7f8c8d", "#e5e7e9", False),
+        lambda n: (1.5, "#1e8449", "#eafaf1") if owned(n) else (1.5, "#7f8c8d", "#f4f6f6"),
+        memory_label=False)
     ax.legend(handles=[Patch(facecolor="#abebc6", edgecolor="#1e8449", label="your code (my_transformer)"),
                        Patch(facecolor="#e5e7e9", edgecolor="#7f8c8d", label="course_lib")],
               loc="lower left", fontsize=11, frameon=False)

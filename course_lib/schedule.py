@@ -5,6 +5,12 @@
 It rises linearly for ``warmup`` steps, peaks at ``step == warmup`` with
 ``factor * (d_model * warmup)^-0.5``, then decays as ``1 / sqrt(step)``. Steps count optimizer
 updates from 1. Checked in ``tests/test_training.py`` (peak position and value, linear rise).
+
+When the length of a run is known in advance, a second decay is available (:func:`linear_decay_lr`):
+the same warm-up to the same peak, then a straight line down to 0 at the last planned step. The
+inverse square root never reaches 0, so a run that stops after a fixed number of epochs ends with
+noisy updates at about half the peak rate; the straight line spends the same early rate and then
+cools down, which is worth a few BLEU points on real data within ten epochs (see ``course_lib.recipe``).
 """
 
 from __future__ import annotations
@@ -39,18 +45,43 @@ def noam_lambda(d_model: int, warmup: int, factor: float = 1.0) -> Callable[[int
     return lambda scheduler_step: noam_lr(scheduler_step + 1, d_model, warmup, factor)
 
 
+def linear_decay_lr(step: int, d_model: int, warmup: int, factor: float, total_steps: int) -> float:
+    """Warm-up as :func:`noam_lr`, then a linear fall from the same peak to 0 at ``total_steps`` (0 after it).
+
+    Args:
+        step: the update number (1-based; step 0 is treated as 1).
+        d_model: model width (sets the peak with ``factor`` and ``warmup``, as in :func:`noam_lr`).
+        warmup: warm-up steps; must be below ``total_steps``.
+        factor: overall multiplier.
+        total_steps: the last planned update, where the rate reaches 0.
+    """
+    if total_steps <= warmup:
+        raise ValueError(f"total_steps must be larger than warmup, got total_steps={total_steps}, warmup={warmup}")
+    step = max(step, 1)
+    peak = noam_lr(warmup, d_model, warmup, factor)
+    if step <= warmup:
+        return peak * step / warmup
+    return peak * max(0.0, (total_steps - step) / (total_steps - warmup))
+
+
 def make_optimizer(parameters, weight_decay: float = 0.0) -> torch.optim.Adam:
     """Adam with the paper's betas (0.9, 0.98) and eps 1e-9; lr 1.0 so the scheduler's value is the rate."""
     return torch.optim.Adam(parameters, lr=1.0, betas=ADAM_BETAS, eps=ADAM_EPS, weight_decay=weight_decay)
 
 
-def make_noam_scheduler(optimizer: torch.optim.Optimizer, d_model: int, warmup: int, factor: float = 1.0) -> LambdaLR:
+def make_noam_scheduler(optimizer: torch.optim.Optimizer, d_model: int, warmup: int, factor: float = 1.0,
+                        total_steps: int | None = None) -> LambdaLR:
     """A ``LambdaLR`` following :func:`noam_lr`. The optimizer's base lr must be 1.0 (see :func:`make_optimizer`).
 
-    Call ``scheduler.step()`` after every ``optimizer.step()``.
+    With ``total_steps`` the rate follows :func:`linear_decay_lr` instead (same warm-up and peak, then a
+    straight line to 0 at ``total_steps``). Call ``scheduler.step()`` after every ``optimizer.step()``.
     """
     for group in optimizer.param_groups:
         base = group.get("initial_lr", group["lr"])
         if not math.isclose(base, 1.0):
             raise ValueError(f"the optimizer's lr must be 1.0 (the schedule gives the rate itself), got {base}")
-    return LambdaLR(optimizer, noam_lambda(d_model, warmup, factor))
+    if total_steps is None:
+        return LambdaLR(optimizer, noam_lambda(d_model, warmup, factor))
+    linear_decay_lr(1, d_model, warmup, factor, total_steps)  # validates the arguments now, not at the first step
+    return LambdaLR(optimizer, lambda scheduler_step: linear_decay_lr(scheduler_step + 1, d_model, warmup, factor,
+                                                                      total_steps))

@@ -49,8 +49,8 @@ from .utils import configure_threads, get_device, seed_everything
 
 DEFAULT_OUTPUT = "runs/toy_de_en.pt"
 # Options the recipe chooses when they are not given (argparse dest -> recipe override key).
-RECIPE_OPTIONS = {"warmup": "warmup_steps", "lr_factor": "lr_factor", "peak_lr": "peak_lr", "batch_size": "batch_size",
-                  "batch_tokens": "batch_tokens", "dropout": "dropout", "min_freq": "min_freq"}
+RECIPE_OPTIONS = {"warmup": "warmup_steps", "lr_factor": "lr_factor", "peak_lr": "peak_lr", "lr_decay": "lr_decay",
+                  "batch_size": "batch_size", "batch_tokens": "batch_tokens", "dropout": "dropout", "min_freq": "min_freq"}
 
 
 class UsageError(Exception):
@@ -147,6 +147,9 @@ def build_parser() -> argparse.ArgumentParser:
     recipe.add_argument("--lr-factor", type=_positive_float, default=train_defaults.lr_factor,
                         help="schedule multiplier: peak lr = factor * (d_model * warmup)^-0.5")
     recipe.add_argument("--peak-lr", type=_positive_float, help="the schedule's peak learning rate (sets --lr-factor)")
+    recipe.add_argument("--lr-decay", choices=["linear", "inverse_sqrt"], default=train_defaults.lr_decay,
+                        help="after the warm-up: straight to 0 at the last planned step, or 1/sqrt(step) "
+                             "(default: linear when the run's length is known, i.e. --time-budget 0)")
     recipe.add_argument("--label-smoothing", type=_probability, default=train_defaults.label_smoothing)
     recipe.add_argument("--d-model", type=_positive_int, default=model_defaults.d_model)
     recipe.add_argument("--n-heads", type=_positive_int, default=model_defaults.n_heads)
@@ -177,6 +180,7 @@ def apply_recipe(args, given: set[str], train_tokens) -> Recipe:
     recipe = choose_recipe(args.d_model, layers, train_tokens, epochs=args.epochs, max_steps=args.max_steps,
                            time_budget=args.time_budget or None, overrides=overrides)
     args.warmup, args.lr_factor, args.batch_size = recipe.warmup_steps, recipe.lr_factor, recipe.batch_size
+    args.lr_decay = recipe.lr_decay
     args.batch_tokens, args.dropout, args.min_freq = recipe.batch_tokens, recipe.dropout, recipe.min_freq
     return recipe
 
@@ -313,7 +317,7 @@ def model_config(args, src_vocab, tgt_vocab) -> TransformerConfig:
 def train_config(args) -> TrainConfig:
     return TrainConfig(
         epochs=args.epochs, max_steps=args.max_steps, time_budget=args.time_budget or None,
-        warmup_steps=args.warmup, lr_factor=args.lr_factor, label_smoothing=args.label_smoothing,
+        warmup_steps=args.warmup, lr_factor=args.lr_factor, lr_decay=args.lr_decay, label_smoothing=args.label_smoothing,
         batch_size=args.batch_size, seed=args.seed, num_threads=args.threads, device=args.device,
         best_checkpoint=args.output, progress=not args.no_progress,
     )

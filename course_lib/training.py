@@ -58,6 +58,7 @@ class TrainConfig:
     time_budget: float | None = None  # stop after this many seconds of training (checked before every step)
     warmup_steps: int = 200  # learning-rate warm-up (schedule peak) in optimizer steps
     lr_factor: float = 1.0  # multiplier of the warm-up schedule; peak lr = factor * (d_model * warmup)^-0.5
+    lr_decay: str = "inverse_sqrt"  # after the warm-up: "inverse_sqrt" (Noam) or "linear" (to 0 at the last planned step)
     label_smoothing: float = 0.1  # probability mass spread over the whole vocabulary
     clip_grad_norm: float | None = 1.0  # clip the global gradient norm (None: no clipping)
     weight_decay: float = 0.0  # Adam L2 penalty
@@ -253,7 +254,8 @@ class _Trainer:
         self.vocabs = (src_vocab, tgt_vocab)
         self.criterion = LabelSmoothingLoss(config.label_smoothing, model.config.pad_id)
         self.optimizer = make_optimizer(self.trained.parameters(), config.weight_decay)
-        self.scheduler = make_noam_scheduler(self.optimizer, model.config.d_model, config.warmup_steps, config.lr_factor)
+        self.scheduler = make_noam_scheduler(self.optimizer, model.config.d_model, config.warmup_steps, config.lr_factor,
+                                             _decay_end(config, train_loader))
         self.step, self.epoch, self.history = 0, 0, []
         self.best_valid_loss, self.best_state = math.inf, None
         self.train_seconds = 0.0
@@ -397,18 +399,36 @@ class _Trainer:
         return distributed.any_process(wants_stop, self.device) if distributed.is_distributed() else wants_stop
 
 
+def planned_steps(config: TrainConfig, steps_per_epoch: int | None) -> int | None:
+    """Optimizer updates the run will make if no time budget stops it: ``min(epochs * steps_per_epoch,
+    max_steps)`` (None when neither bound is known)."""
+    planned = None if steps_per_epoch is None else config.epochs * steps_per_epoch
+    if config.max_steps is not None:
+        planned = config.max_steps if planned is None else min(planned, config.max_steps)
+    return planned
+
+
+def _decay_end(config: TrainConfig, train_loader) -> int | None:
+    """The step where a ``"linear"`` decay reaches 0 (None for ``"inverse_sqrt"``)."""
+    if config.lr_decay == "inverse_sqrt":
+        return None
+    if config.lr_decay != "linear":
+        raise ValueError(f"lr_decay must be 'inverse_sqrt' or 'linear', got {config.lr_decay!r}")
+    total = planned_steps(config, len(train_loader) if hasattr(train_loader, "__len__") else None)
+    if total is None:
+        raise ValueError("lr_decay='linear' needs the run's length: a train_loader with len() or max_steps")
+    if total <= config.warmup_steps:
+        raise ValueError(f"lr_decay='linear' needs more planned steps ({total}) than warmup_steps "
+                         f"({config.warmup_steps})")
+    return total
+
+
 def _progress_bar(config: TrainConfig, steps_per_epoch: int | None, start_step: int):
     if not config.progress or not distributed.is_main_process():
         return None
     from tqdm.auto import tqdm
 
-    total = None
-    if steps_per_epoch is not None and config.time_budget is None:
-        total = steps_per_epoch * config.epochs
-        if config.max_steps is not None:
-            total = min(total, config.max_steps)
-    elif config.max_steps is not None and config.time_budget is None:
-        total = config.max_steps
+    total = None if config.time_budget is not None else planned_steps(config, steps_per_epoch)
     return tqdm(total=total, initial=start_step, desc="training", unit="step", dynamic_ncols=True)
 
 

@@ -40,6 +40,7 @@ def test_the_toy_size_keeps_the_course_defaults():
     assert recipe.lr_factor == pytest.approx(defaults.lr_factor)
     assert recipe.peak_lr == pytest.approx(noam_lr(defaults.warmup_steps, 64, defaults.warmup_steps))
     assert recipe.dropout == TransformerConfig().dropout and recipe.min_freq == 1
+    assert recipe.lr_decay == defaults.lr_decay == "inverse_sqrt"  # a time budget: the Noam decay, as before
     mean_target = 4.0  # 3 words + <eos>
     assert recipe.batch_tokens == round(defaults.batch_size * mean_target)  # 128 sentences on average
 
@@ -57,6 +58,17 @@ def test_bigger_models_get_smaller_peaks_and_longer_warmups():
     recipe = choose_recipe(256, 3, short_pairs(), epochs=100)
     assert recipe.dropout == 0.1
     assert noam_lr(recipe.warmup_steps, 256, recipe.warmup_steps, recipe.lr_factor) == pytest.approx(recipe.peak_lr)
+
+
+def test_a_run_of_known_length_decays_linearly_to_zero():
+    pairs = short_pairs()  # 200 pairs of 4 target tokens: batches of 512 tokens, 2 steps per epoch
+    known = choose_recipe(256, 3, pairs, epochs=400)
+    assert known.lr_decay == "linear" and "~800 steps" in known.reasons["lr_decay"]
+    assert choose_recipe(256, 3, pairs, epochs=400, time_budget=60.0).lr_decay == "inverse_sqrt"
+    assert choose_recipe(256, 3, pairs).lr_decay == "inverse_sqrt"  # neither epochs nor a step limit
+    assert choose_recipe(256, 3, pairs, max_steps=30).lr_decay == "inverse_sqrt"  # no steps after the warm-up
+    kept = choose_recipe(256, 3, pairs, epochs=400, overrides={"lr_decay": "inverse_sqrt"})
+    assert kept.lr_decay == "inverse_sqrt" and kept.reasons["lr_decay"] == "flag"
 
 
 def test_min_freq_two_only_where_many_words_occur_once():
@@ -84,6 +96,15 @@ def test_the_command_line_applies_the_recipe_unless_a_flag_is_given():
     args = train_cli.build_parser().parse_args(argv)
     train_cli.apply_recipe(args, train_cli.given_options(argv), pairs)
     assert args.warmup == 490 and args.dropout == 0.1 and args.batch_tokens == 128 * 4
+    assert args.lr_decay == "inverse_sqrt"  # the default 120 s budget: the end is not known
+    known_length = [*argv, "--time-budget", "0", "--epochs", "400"]
+    args = train_cli.build_parser().parse_args(known_length)
+    train_cli.apply_recipe(args, train_cli.given_options(known_length), pairs)
+    assert args.lr_decay == "linear" and train_cli.train_config(args).lr_decay == "linear"
+    known_length += ["--lr-decay", "inverse_sqrt"]
+    args = train_cli.build_parser().parse_args(known_length)
+    train_cli.apply_recipe(args, train_cli.given_options(known_length), pairs)
+    assert args.lr_decay == "inverse_sqrt"
     argv += ["--warmup", "300", "--dropout", "0", "--batch-size", "32"]
     args = train_cli.build_parser().parse_args(argv)
     train_cli.apply_recipe(args, train_cli.given_options(argv), pairs)
@@ -111,7 +132,7 @@ def test_models_from_64_to_512_wide_learn_under_the_recipe(d_model, layers, norm
     criterion = LabelSmoothingLoss(0.0, 0)
     before = evaluate_loss(model, held_out, criterion).loss
     config = TrainConfig(epochs=1, max_steps=STEPS, warmup_steps=recipe.warmup_steps, lr_factor=recipe.lr_factor,
-                         label_smoothing=0.0, progress=False, num_threads=1)
+                         lr_decay=recipe.lr_decay, label_smoothing=0.0, progress=False, num_threads=1)
     train(model, copy_batches(STEPS, 24, seed=1), None, config)
     after = evaluate_loss(model, held_out, criterion).loss
     assert after < 0.6 * before and after < 0.8 * SOURCE_BLIND, (before, after)

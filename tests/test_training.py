@@ -11,7 +11,7 @@ import torch.nn.functional as F
 from course_lib.decoding import greedy_decode
 from course_lib.losses import LabelSmoothingLoss, smoothed_target_distribution
 from course_lib.model import Transformer, TransformerConfig
-from course_lib.schedule import make_noam_scheduler, make_optimizer, noam_lr
+from course_lib.schedule import linear_decay_lr, make_noam_scheduler, make_optimizer, noam_lr
 from course_lib.tokenization import Vocab
 from course_lib.training import BleuCallback, Callback, LambdaCallback, TrainConfig, WeightAverage, train
 from course_lib.utils import configure_threads
@@ -123,6 +123,44 @@ def test_scheduler_gives_update_k_the_rate_of_step_k():
         scheduler.step()
     with pytest.raises(ValueError, match=r"lr must be 1\.0"):
         make_noam_scheduler(torch.optim.Adam([param], lr=0.1), 16, 4)
+
+
+def test_linear_decay_shares_the_warmup_and_peak_then_falls_to_zero_at_the_last_step():
+    d_model, warmup, total = 64, 100, 500
+    rates = [linear_decay_lr(step, d_model, warmup, 2.0, total) for step in range(1, total + 3)]
+    assert rates[:warmup] == pytest.approx([noam_lr(s, d_model, warmup, 2.0) for s in range(1, warmup + 1)])
+    assert max(rates) == pytest.approx(2.0 * (d_model * warmup) ** -0.5) == rates[warmup - 1]
+    assert rates[299] == pytest.approx(rates[warmup - 1] / 2)  # halfway down at step 300
+    assert rates[total - 1] == 0.0 and rates[total + 1] == 0.0  # 0 at the last planned step and after it
+    assert all(a >= b for a, b in zip(rates[warmup - 1:], rates[warmup:], strict=False))
+    with pytest.raises(ValueError, match="total_steps must be larger than warmup"):
+        linear_decay_lr(1, d_model, warmup, 1.0, total_steps=warmup)
+    param = torch.nn.Parameter(torch.zeros(1))
+    optimizer = make_optimizer([param])
+    scheduler = make_noam_scheduler(optimizer, d_model, warmup=4, factor=1.0, total_steps=10)
+    for step in range(1, 12):
+        assert math.isclose(optimizer.param_groups[0]["lr"], linear_decay_lr(step, d_model, 4, 1.0, 10))
+        optimizer.step()
+        scheduler.step()
+    with pytest.raises(ValueError, match="total_steps must be larger"):
+        make_noam_scheduler(optimizer, d_model, warmup=4, total_steps=3)
+
+
+def test_linear_decay_in_training_ends_at_zero_and_needs_a_known_length():
+    torch.manual_seed(0)
+    model = Transformer(TransformerConfig(src_vocab_size=VOCAB, tgt_vocab_size=VOCAB, d_model=16, n_heads=2, d_ff=32,
+                                          n_encoder_layers=1, n_decoder_layers=1, max_len=16))
+    batches = copy_batches(6, 8, seed=3)
+    config = TrainConfig(epochs=2, warmup_steps=4, lr_decay="linear", progress=False, num_threads=1, ema_decay=None)
+    history = train(model, batches, None, config)
+    assert [h["step"] for h in history] == [6, 12]
+    assert history[-1]["lr"] == 0.0  # 12 planned steps: the rate reached 0 at the last one
+    with pytest.raises(ValueError, match="lr_decay must be 'inverse_sqrt' or 'linear'"):
+        train(model, batches, None, TrainConfig(epochs=1, lr_decay="cosine", progress=False))
+    with pytest.raises(ValueError, match="needs the run's length"):
+        train(model, iter(batches), None, TrainConfig(epochs=1, warmup_steps=2, lr_decay="linear", progress=False))
+    with pytest.raises(ValueError, match=r"more planned steps \(6\) than warmup_steps \(200\)"):
+        train(model, batches, None, TrainConfig(epochs=1, lr_decay="linear", progress=False))
 
 
 # ----- the loop -----

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import math
 
-from course_lib.exercises import FAILED, PASSED, not_attempted, report
+from course_lib.exercises import FAILED, PASSED, call_student, report
 from course_lib.recipe import ANCHOR_PEAK_LR, peak_lr_for
 from course_lib.tokenization import Vocab
 
@@ -47,13 +47,9 @@ def check_peak_lr(student_fn, quiet: bool = False):
     """14.1: ``peak_lr(d_model, layers)`` equals :func:`course_lib.recipe.peak_lr_for` on several sizes."""
     exercise = "14.1"
     for description, d_model, layers in PEAK_CASES:
-        try:
-            got = student_fn(d_model, layers)
-        except NotImplementedError:
-            return not_attempted(exercise, quiet=quiet)
-        except Exception as exc:  # the student's code crashed: say on which case
-            return report(exercise, FAILED, f"on '{description}' your function raised {type(exc).__name__}: {exc}",
-                          quiet)
+        got, verdict = call_student(exercise, student_fn, (d_model, layers), case=description, quiet=quiet)
+        if verdict is not None:
+            return verdict
         if hasattr(got, "item"):
             got = got.item()
         if not isinstance(got, int | float) or isinstance(got, bool) or not math.isfinite(got):
@@ -102,21 +98,25 @@ def _unknown_mistakes(token_lists, vocab):
     ]
 
 
+def _explain_zero_division(student_fn):
+    """``student_fn`` whose ZeroDivisionError says what to do (the crash message of call_student shows it)."""
+    def call(token_lists, vocab):
+        try:
+            return student_fn(token_lists, vocab)
+        except ZeroDivisionError:
+            raise ZeroDivisionError("division by zero; with no tokens the rate is 0") from None
+    return call
+
+
 def check_unknown_rate(student_fn, quiet: bool = False):
     """14.2: ``unknown_rate(token_lists, vocab)`` is the share of tokens not in ``vocab``."""
     exercise = "14.2"
     vocab, cases = _unknown_cases()
     for description, token_lists in cases:
-        try:
-            got = student_fn([list(t) for t in token_lists], vocab)
-        except NotImplementedError:
-            return not_attempted(exercise, quiet=quiet)
-        except ZeroDivisionError:
-            return report(exercise, FAILED, f"on '{description}': division by zero; with no tokens the rate is 0.",
-                          quiet)
-        except Exception as exc:
-            return report(exercise, FAILED, f"on '{description}' your function raised {type(exc).__name__}: {exc}",
-                          quiet)
+        got, verdict = call_student(exercise, _explain_zero_division(student_fn),
+                                    ([list(t) for t in token_lists], vocab), case=description, quiet=quiet)
+        if verdict is not None:
+            return verdict
         if not isinstance(got, int | float) or isinstance(got, bool):
             return report(exercise, FAILED, f"on '{description}': return a number, got {got!r}.", quiet)
         expected = reference_unknown_rate(token_lists, vocab)

@@ -15,7 +15,8 @@ the one here; later notebooks import the finished piece. Modules:
 - ``corpus`` (package: ``settings``, ``lexicon``, ``verbs``, ``choices``, ``noun_phrases``, ``clauses``,
   ``realise``, ``sentences``): the toy German–English grammar; ``data``: corpus loaders and batching
 - ``losses``, ``schedule``, ``training``: label smoothing, the warm-up schedule, the training loop
-- ``recipe``: the training recipe that scales schedule, batching, dropout and ``min_freq`` with the model and corpus
+- ``recipe``: the training recipe that scales schedule, batching, dropout, tied output matrix and ``min_freq``
+  with the model and corpus
 - ``decoding``, ``evaluation``, ``checkpoint``: greedy and beam search, BLEU, safe checkpoints
 - ``distributed``: DistributedDataParallel helpers (``torchrun``)
 - ``train``, ``translate``: the command lines (``python -m course_lib.train`` / ``.translate``)

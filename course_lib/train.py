@@ -50,7 +50,8 @@ from .utils import configure_threads, get_device, seed_everything
 DEFAULT_OUTPUT = "runs/toy_de_en.pt"
 # Options the recipe chooses when they are not given (argparse dest -> recipe override key).
 RECIPE_OPTIONS = {"warmup": "warmup_steps", "lr_factor": "lr_factor", "peak_lr": "peak_lr", "lr_decay": "lr_decay",
-                  "batch_size": "batch_size", "batch_tokens": "batch_tokens", "dropout": "dropout", "min_freq": "min_freq"}
+                  "batch_size": "batch_size", "batch_tokens": "batch_tokens", "dropout": "dropout", "min_freq": "min_freq",
+                  "tie_embeddings": "tie_embeddings"}
 
 
 class UsageError(Exception):
@@ -149,13 +150,16 @@ def build_parser() -> argparse.ArgumentParser:
     recipe.add_argument("--peak-lr", type=_positive_float, help="the schedule's peak learning rate (sets --lr-factor)")
     recipe.add_argument("--lr-decay", choices=["linear", "inverse_sqrt"], default=train_defaults.lr_decay,
                         help="after the warm-up: straight to 0 at the last planned step, or 1/sqrt(step) "
-                             "(default: linear when the run's length is known, i.e. --time-budget 0)")
+                             "(default: 1/sqrt(step); linear needs a known length, i.e. --time-budget 0)")
     recipe.add_argument("--label-smoothing", type=_probability, default=train_defaults.label_smoothing)
     recipe.add_argument("--d-model", type=_positive_int, default=model_defaults.d_model)
     recipe.add_argument("--n-heads", type=_positive_int, default=model_defaults.n_heads)
     recipe.add_argument("--d-ff", type=_positive_int, default=model_defaults.d_ff)
     recipe.add_argument("--layers", type=_positive_int, help="encoder and decoder layers (default: the config's)")
     recipe.add_argument("--dropout", type=_probability, default=model_defaults.dropout)
+    recipe.add_argument("--tie-embeddings", action=argparse.BooleanOptionalAction, default=model_defaults.tie_embeddings,
+                        help="the output layer shares the target embedding matrix (default: the recipe's, "
+                             "from d_model 128 on)")
     recipe.add_argument("--norm-first", action=argparse.BooleanOptionalAction, default=model_defaults.norm_first,
                         help="pre-norm (--norm-first) or post-norm (--no-norm-first)")
     return parser
@@ -182,6 +186,7 @@ def apply_recipe(args, given: set[str], train_tokens) -> Recipe:
     args.warmup, args.lr_factor, args.batch_size = recipe.warmup_steps, recipe.lr_factor, recipe.batch_size
     args.lr_decay = recipe.lr_decay
     args.batch_tokens, args.dropout, args.min_freq = recipe.batch_tokens, recipe.dropout, recipe.min_freq
+    args.tie_embeddings = recipe.tie_embeddings
     return recipe
 
 
@@ -310,7 +315,7 @@ def model_config(args, src_vocab, tgt_vocab) -> TransformerConfig:
     layers = {} if args.layers is None else {"n_encoder_layers": args.layers, "n_decoder_layers": args.layers}
     return TransformerConfig(
         src_vocab_size=len(src_vocab), tgt_vocab_size=len(tgt_vocab), d_model=args.d_model, n_heads=args.n_heads,
-        d_ff=args.d_ff, dropout=args.dropout, norm_first=args.norm_first, **layers,
+        d_ff=args.d_ff, dropout=args.dropout, norm_first=args.norm_first, tie_embeddings=args.tie_embeddings, **layers,
     )
 
 

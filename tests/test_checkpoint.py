@@ -38,6 +38,19 @@ def test_round_trip_restores_weights_config_and_vocabularies(tmp_path):
     assert torch.equal(model.eval()(src, tgt), loaded(src, tgt))
 
 
+def test_a_tied_model_comes_back_tied(tmp_path):
+    """The recipe ties the output layer to the target embeddings from d_model 128 on: loading keeps one matrix."""
+    model, (src_vocab, tgt_vocab) = small_model(tie_embeddings=True), vocabs()
+    with torch.no_grad():
+        model.generator.weight.add_(0.5)  # trained weights differ from the initial ones; both names see the change
+    path = save_checkpoint(tmp_path / "model.pt", model, src_vocab, tgt_vocab)
+    loaded, *_ = load_checkpoint(path)
+    assert loaded.config.tie_embeddings and loaded.generator.weight is loaded.decoder.embedding.embedding.weight
+    assert torch.equal(loaded.generator.weight, model.generator.weight)
+    src, tgt = torch.randint(4, 12, (2, 5)), torch.randint(4, 12, (2, 4))
+    assert torch.equal(model.eval()(src, tgt), loaded(src, tgt))
+
+
 def test_a_failure_mid_save_leaves_the_previous_checkpoint_intact(tmp_path, monkeypatch):
     model, (src_vocab, tgt_vocab) = small_model(), vocabs()
     path = save_checkpoint(tmp_path / "model.pt", model, src_vocab, tgt_vocab, metrics={"version": 1})

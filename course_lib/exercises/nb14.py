@@ -4,7 +4,7 @@
 14.2 ``unknown_rate``: the share of tokens a vocabulary turns into ``<unk>``.
 
 Checkers compare with the reference (:func:`course_lib.recipe.peak_lr_for`, a token count) and name
-the typical mistake they recognise: the Noam exponent -0.5 instead of -1.5, a forgotten depth
+the typical mistake they recognise: the Noam exponent -0.5 or µP's -1 instead of -1.2, a forgotten depth
 factor, no floor at the toy size; counting distinct words instead of tokens, a percentage instead of
 a fraction, the known share instead of the unknown one.
 """
@@ -14,7 +14,7 @@ from __future__ import annotations
 import math
 
 from course_lib.exercises import FAILED, PASSED, call_student, report
-from course_lib.recipe import ANCHOR_PEAK_LR, peak_lr_for
+from course_lib.recipe import ANCHOR_PEAK_LR, WIDTH_EXPONENT, peak_lr_for
 from course_lib.tokenization import Vocab
 
 # ----------------------------------------------------------------------------------------------
@@ -30,16 +30,16 @@ PEAK_CASES = [
 ]
 
 _PEAK_MISTAKES = [
-    ("you scale the width like the Noam schedule, (64 / d_model)^0.5; the recipe uses the exponent 1.5",
+    ("you scale the width like the Noam schedule, (64 / d_model)^0.5; the recipe uses the exponent 1.2",
      lambda d, n: ANCHOR_PEAK_LR * (max(d, 64) / 64) ** -0.5 * (max(n, 2) / 2) ** -0.5),
-    ("you scale the width by (64 / d_model)^1, as µP does; the recipe uses the exponent 1.5",
+    ("you scale the width by (64 / d_model)^1, as µP does; the recipe uses the exponent 1.2",
      lambda d, n: ANCHOR_PEAK_LR * (max(d, 64) / 64) ** -1.0 * (max(n, 2) / 2) ** -0.5),
     ("the depth factor (2 / layers)^0.5 is missing",
-     lambda d, n: ANCHOR_PEAK_LR * (max(d, 64) / 64) ** -1.5),
+     lambda d, n: ANCHOR_PEAK_LR * (max(d, 64) / 64) ** -WIDTH_EXPONENT),
     ("the depth factor is (2 / layers)^0.5, a square root; you use (2 / layers)^1",
-     lambda d, n: ANCHOR_PEAK_LR * (max(d, 64) / 64) ** -1.5 * (max(n, 2) / 2) ** -1.0),
+     lambda d, n: ANCHOR_PEAK_LR * (max(d, 64) / 64) ** -WIDTH_EXPONENT * (max(n, 2) / 2) ** -1.0),
     ("models smaller than the toy must keep the toy's rate: use max(d_model, 64) and max(layers, 2)",
-     lambda d, n: ANCHOR_PEAK_LR * (d / 64) ** -1.5 * (n / 2) ** -0.5),
+     lambda d, n: ANCHOR_PEAK_LR * (d / 64) ** -WIDTH_EXPONENT * (n / 2) ** -0.5),
 ]
 
 

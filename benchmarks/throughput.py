@@ -3,7 +3,7 @@
 Both models have the same sizes (by default the default ``TransformerConfig`` with toy-corpus vocabularies;
 ``--size real``: the tutorial size used on Multi30k, ``d_model`` 256, 8 heads, ``d_ff`` 512, 3+3 layers,
 vocabularies of 8,000/6,000 and batches of 128 sentences of 10-20 tokens, about the recipe's 1,800 target
-tokens),
+tokens, and our output layer tied to the target embeddings as the recipe does there),
 the same embeddings + sinusoidal positions + output projection around the layer stacks, the same
 synthetic batches (batch 64, source and target lengths 10-16 with padding), the same loss and the
 same optimizer (Adam). They run in one process, in ALTERNATING short blocks of steps (order
@@ -104,9 +104,9 @@ class TorchTranslator(nn.Module):
 
 SIZES = {  # --size: model and data sizes
     "toy": {"d_model": 64, "n_heads": 4, "d_ff": 256, "layers": 2, "src_vocab": 600, "tgt_vocab": 450,
-            "batch_size": 64, "lengths": (10, 16)},
+            "batch_size": 64, "lengths": (10, 16), "tie_embeddings": False},
     "real": {"d_model": 256, "n_heads": 8, "d_ff": 512, "layers": 3, "src_vocab": 8000, "tgt_vocab": 6000,
-             "batch_size": 128, "lengths": (10, 20)},
+             "batch_size": 128, "lengths": (10, 20), "tie_embeddings": True},  # tied: as the recipe chooses there
 }
 
 
@@ -260,7 +260,7 @@ def main(argv: list[str] | None = None) -> dict:
             setattr(args, key, size[key])
     config = TransformerConfig(src_vocab_size=args.src_vocab, tgt_vocab_size=args.tgt_vocab, d_model=size["d_model"],
                                n_heads=size["n_heads"], d_ff=size["d_ff"], n_encoder_layers=size["layers"],
-                               n_decoder_layers=size["layers"])
+                               n_decoder_layers=size["layers"], tie_embeddings=size["tie_embeddings"])
     ours, ref = build_models(config, use_fused=not args.unfused)
     batches = make_batches(32, args.batch_size, args.src_vocab, args.tgt_vocab, lengths=size["lengths"])
     print(

@@ -230,8 +230,11 @@ class WeightAverage:
     def update(self, trained: nn.Module) -> None:
         self.updates += 1
         d = min(self.decay, (1 + self.updates) / (10 + self.updates))
-        for average, current in zip(self.averaged.parameters(), trained.parameters(), strict=True):
-            average.lerp_(current.detach(), 1.0 - d)  # average += (1 - d) * (current - average)
+        averages, currents = list(self.averaged.parameters()), [p.detach() for p in trained.parameters()]
+        if len(averages) != len(currents):
+            raise ValueError(f"the averaged model has {len(averages)} parameters, the trained one {len(currents)}")
+        # average += (1 - d) * (current - average), for all tensors in one call (one loop in C++, not in Python)
+        torch._foreach_lerp_(averages, currents, 1.0 - d)
 
 
 class _Trainer:

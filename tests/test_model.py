@@ -200,10 +200,52 @@ def test_xavier_init_keeps_zero_padding_row_and_small_embeddings():
         assert torch.equal(emb.weight[0], torch.zeros(32))
         std = float(emb.weight.detach()[1:].std())
         assert abs(std - 32**-0.5) < 0.05 * 32**-0.5  # N(0, 1/d): std d^-0.5, not Xavier's bound
-    # matrices of the blocks were Xavier-initialised: uniform within +-sqrt(6 / (fan_in + fan_out))
-    w = model.encoder.layers[0].self_attn.q_proj.weight.detach()
-    bound = math.sqrt(6 / (32 + 32))
-    assert float(w.abs().max()) <= bound and float(w.abs().max()) > 0.9 * bound
+    # matrices of the blocks were Xavier-initialised: uniform within +-sqrt(6 / (fan_in + fan_out)); W_q, W_k, W_v
+    # as ONE (3d, d) matrix, as nn.MultiheadAttention keeps them, so their range is sqrt(2) narrower than W_o's
+    attention = model.encoder.layers[0].self_attn
+    for weight, bound in ((attention.q_proj.weight, math.sqrt(6 / (32 + 96))), (attention.v_proj.weight, math.sqrt(6 / (32 + 96))),
+                          (attention.out_proj.weight, math.sqrt(6 / (32 + 32)))):
+        largest = float(weight.detach().abs().max())
+        assert 0.9 * bound < largest <= bound
+    for projection in (attention.q_proj, attention.k_proj, attention.v_proj, attention.out_proj):
+        assert torch.equal(projection.bias.detach(), torch.zeros(32))  # nn.MultiheadAttention starts its biases at zero
+
+
+def test_init_matches_nn_transformer_ranges():
+    """Every block matrix and bias starts in the same range as its counterpart in nn.Transformer."""
+    torch.manual_seed(7)
+    d_model, d_ff = 32, 64
+    ours = Transformer(_tiny_config(d_model=d_model, d_ff=d_ff, n_heads=4))
+    theirs = nn.Transformer(d_model, 4, 2, 2, d_ff, 0.0, batch_first=True)
+    ours_layer, theirs_layer = ours.encoder.layers[0], theirs.encoder.layers[0]
+    in_proj = theirs_layer.self_attn.in_proj_weight.detach()  # (3 * d_model, d_model): W_q, W_k, W_v stacked
+    ours_qkv = torch.cat([p.weight.detach() for p in (ours_layer.self_attn.q_proj, ours_layer.self_attn.k_proj,
+                                                      ours_layer.self_attn.v_proj)])  # (3 * d_model, d_model)
+    assert abs(float(ours_qkv.abs().max()) - float(in_proj.abs().max())) < 0.02
+    assert abs(float(ours_qkv.std()) - float(in_proj.std())) < 0.1 * float(in_proj.std())
+    out_ours, out_theirs = ours_layer.self_attn.out_proj.weight.detach(), theirs_layer.self_attn.out_proj.weight.detach()
+    assert abs(float(out_ours.std()) - float(out_theirs.std())) < 0.1 * float(out_theirs.std())
+    assert float(theirs_layer.self_attn.in_proj_bias.detach().abs().max()) == 0.0
+    assert float(ours_layer.self_attn.q_proj.bias.detach().abs().max()) == 0.0
+
+
+def test_attention_init_applies_to_any_module_with_q_k_v_projections():
+    from course_lib.model import init_attention_like_pytorch
+
+    class StudentAttention(nn.Module):  # a student's own part: same attribute names, not course_lib's class
+        def __init__(self):
+            super().__init__()
+            self.q_proj, self.k_proj, self.v_proj, self.out_proj = (nn.Linear(48, 48) for _ in range(4))
+
+    torch.manual_seed(8)
+    part = StudentAttention()
+    init_attention_like_pytorch(part)
+    assert float(part.q_proj.weight.detach().abs().max()) <= math.sqrt(6 / (48 + 144))
+    assert all(torch.equal(p.bias.detach(), torch.zeros(48)) for p in (part.q_proj, part.k_proj, part.v_proj, part.out_proj))
+    other = nn.Sequential(nn.Linear(4, 4))
+    before = [p.detach().clone() for p in other.parameters()]
+    init_attention_like_pytorch(other)  # no q/k/v projections: left alone
+    assert all(torch.equal(a, b) for a, b in zip(before, other.parameters(), strict=True))
 
 
 def test_xavier_init_with_other_pad_id():

@@ -125,8 +125,10 @@ def read_checkpoint(path: str | os.PathLike, map_location: str | torch.device = 
     except Exception as exc:  # torch raises many types for truncated or foreign files
         # One line, and not torch's own text: for pickled objects it advises weights_only=False, i.e. running
         # whatever code the file contains -- advice a course checkpoint never needs.
-        kind = "holds pickled objects, not only tensors and plain types" if "weights_only" in str(exc) else (
-            "truncated, corrupt or not a torch file")
+        # torch words every refusal as "Weights only load failed"; only "Unsupported global" means the file is a
+        # real pickle that names code (a class or function) -- anything else is damage or another kind of file.
+        kind = ("holds pickled objects, not only tensors and plain types" if "Unsupported global" in str(exc)
+                else "truncated, corrupt or not a torch file")
         raise CheckpointError(f"cannot read checkpoint {path}: {kind} ({type(exc).__name__})") from None
     if not isinstance(data, dict) or data.get("format") != FORMAT:
         raise CheckpointError(f"{path} is not a course_lib translation checkpoint (format tag missing)")

@@ -17,12 +17,18 @@ Rules for the figures inside a phrase: ``$...$`` (LaTeX) and ```...``` (code) ar
 ``1.5`` and ``1.6e+19`` are numbers, ``−`` or ``-`` directly before a digit makes them negative; a following
 ``thousand``/``million``/``k``/``M`` multiplies them. Percentages are compared as written (pass 52
 for "52 %").
+
+After a change that moves many figures at once (a new initialisation, say), regenerate with the
+environment variable ``COURSE_PROSE_SURVEY=1``: every mismatch is then printed (``prose mismatch: ...``)
+instead of raised, so one run lists all the sentences to update. Never set it in CI.
 """
 
 from __future__ import annotations
 
 import math
+import os
 import re
+import sys
 
 __all__ = ["check", "figures"]
 
@@ -81,6 +87,9 @@ def check(phrase: str, *values: float, rel: float | None = None, abs: float | No
         else:
             tolerance = resolution * (1 + 1e-9)
         if not math.fabs(value - figure) <= tolerance:
-            raise AssertionError(
-                f"the prose says {phrase!r}, but the computation gives {value:g} for {figure:g} "
-                f"(allowed difference {tolerance:g}): update the text of the notebook")
+            message = (f"the prose says {phrase!r}, but the computation gives {value:g} for {figure:g} "
+                       f"(allowed difference {tolerance:g}): update the text of the notebook")
+            if os.environ.get("COURSE_PROSE_SURVEY"):
+                print(f"prose mismatch: {message}", file=sys.stderr)
+                continue
+            raise AssertionError(message)

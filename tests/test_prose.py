@@ -142,3 +142,14 @@ def test_the_coverage_test_can_fail():
     assert [f for _, _, f in figures_in_prose(text)] == ["20,000", "4,500,000"]
     covered = spans(text, "about 20,000 training pairs")
     assert [f for s, e, f in figures_in_prose(text) if not any(a <= s and e <= b for a, b in covered)] == ["4,500,000"]
+
+
+def test_survey_mode_reports_every_mismatch_without_raising(monkeypatch, capsys):
+    monkeypatch.setenv("COURSE_PROSE_SURVEY", "1")
+    prose.check("about 1.6 and then 24,000", 1.43, 24000)  # the first figure is stale
+    prose.check("exactly 7 things", 8)
+    reported = capsys.readouterr().err
+    assert reported.count("prose mismatch:") == 2 and "1.43" in reported and "for 7" in reported
+    monkeypatch.delenv("COURSE_PROSE_SURVEY")
+    with pytest.raises(AssertionError, match="for 7"):
+        prose.check("exactly 7 things", 8)

@@ -173,6 +173,23 @@ def init_attention_like_pytorch(module: nn.Module) -> None:
                 projection.bias.zero_()
 
 
+def init_weights(model: nn.Module) -> None:
+    """Initialise a model's layers as the course's ``Transformer`` does (and as ``nn.Transformer`` does).
+
+    Xavier for every matrix of the attention and feed-forward blocks, then
+    :func:`init_attention_like_pytorch` for every attention; embedding tables (parameters named
+    ``...embedding...``) are left alone: they keep N(0, 1/d_model) and their zero padding row.
+
+    Args:
+        model: a ``Transformer``, a stack of layers or a single layer.
+    """
+    for name, param in model.named_parameters():
+        if param.dim() > 1 and ".embedding." not in f".{name}":
+            nn.init.xavier_uniform_(param)
+    for module in model.modules():
+        init_attention_like_pytorch(module)
+
+
 class Transformer(nn.Module):
     """Encoder-decoder Transformer for translation.
 
@@ -191,13 +208,7 @@ class Transformer(nn.Module):
             self.generator.weight = self.decoder.embedding.embedding.weight
 
     def _reset_parameters(self) -> None:
-        # Xavier for every matrix in the attention and feed-forward blocks (as nn.Transformer does),
-        # but NOT for the embeddings: they keep N(0, 1/d_model) and their zero padding row.
-        for name, param in self.named_parameters():
-            if param.dim() > 1 and ".embedding." not in name:
-                nn.init.xavier_uniform_(param)
-        for module in self.modules():
-            init_attention_like_pytorch(module)
+        init_weights(self)
 
     def num_parameters(self) -> int:
         """Number of trainable parameters (a tied matrix counted once)."""

@@ -248,6 +248,22 @@ def test_attention_init_applies_to_any_module_with_q_k_v_projections():
     assert all(torch.equal(a, b) for a, b in zip(before, other.parameters(), strict=True))
 
 
+def test_init_weights_on_a_bare_layer_stack_matches_the_transformer():
+    from course_lib.layers import EncoderLayer
+    from course_lib.model import init_weights
+
+    torch.manual_seed(9)
+    stack = nn.ModuleList(EncoderLayer(32, 4, 64, dropout=0.0) for _ in range(2))
+    init_weights(stack)  # what notebook 12 does to a stack of layers without a Transformer around it
+    bound_packed, bound_ffn = math.sqrt(6 / (32 + 96)), math.sqrt(6 / (32 + 64))
+    for layer in stack:
+        assert float(layer.self_attn.q_proj.weight.detach().abs().max()) <= bound_packed
+        assert float(layer.self_attn.q_proj.bias.detach().abs().max()) == 0.0
+        ffn_weight = next(p for p in layer.feed_forward.parameters() if p.dim() == 2).detach()
+        assert float(ffn_weight.abs().max()) <= bound_ffn
+        assert float(ffn_weight.abs().max()) > bound_packed  # Xavier over (64, 32), not nn.Linear's default
+
+
 def test_xavier_init_with_other_pad_id():
     torch.manual_seed(6)
     model = Transformer(_tiny_config(pad_id=2))

@@ -10,7 +10,7 @@ def unattempted(*args):
 
 
 def right_peak_lr(d_model, layers):
-    return (64 * 200) ** -0.5 * (max(d_model, 64) / 64) ** -1.2 * (max(layers, 2) / 2) ** -0.5
+    return (64 * 200) ** -0.5 * (64 / max(d_model, 64)) * (max(layers, 2) / 2) ** -0.5
 
 
 def test_14_1_right_answer_passes_and_unattempted_is_reported():
@@ -20,10 +20,10 @@ def test_14_1_right_answer_passes_and_unattempted_is_reported():
 
 @pytest.mark.parametrize(("student", "needle"), [
     (lambda d, n: (64 * 200) ** -0.5 * (max(d, 64) / 64) ** -0.5 * (max(n, 2) / 2) ** -0.5, "like the Noam schedule"),
-    (lambda d, n: (64 * 200) ** -0.5 * (max(d, 64) / 64) ** -1.0 * (max(n, 2) / 2) ** -0.5, "as µP does"),
-    (lambda d, n: (64 * 200) ** -0.5 * (max(d, 64) / 64) ** -1.2, "depth factor (2 / layers)^0.5 is missing"),
-    (lambda d, n: (64 * 200) ** -0.5 * (max(d, 64) / 64) ** -1.2 * (max(n, 2) / 2) ** -1, "a square root"),
-    (lambda d, n: (64 * 200) ** -0.5 * (d / 64) ** -1.2 * (n / 2) ** -0.5, "keep the toy's rate"),
+    (lambda d, n: (64 * 200) ** -0.5 * (max(d, 64) / 64) * (max(n, 2) / 2) ** -0.5, "grows with the width"),
+    (lambda d, n: (64 * 200) ** -0.5 * (64 / max(d, 64)), "depth factor (2 / layers)^0.5 is missing"),
+    (lambda d, n: (64 * 200) ** -0.5 * (64 / max(d, 64)) * (max(n, 2) / 2) ** -1, "a square root"),
+    (lambda d, n: (64 * 200) ** -0.5 * (64 / d) * (n / 2) ** -0.5, "keep the toy's rate"),
     (lambda d, n: 1e-3, "start from 8.8e-3"),
     (lambda d, n: "fast", "return a number"),
     (lambda d, n: 1 / 0, "raised ZeroDivisionError"),
@@ -61,5 +61,7 @@ def test_14_2_wrong_answers_get_specific_hints(student, needle):
 
 
 def test_messages_never_reveal_the_expected_value():
-    result = nb14.check_peak_lr(lambda d, n: 1e-3, quiet=True)
-    assert "1.37e-03" not in result.message and "0.00137" not in result.message
+    # right at the toy size (whose 8.8e-3 the exercise gives), wrong at the tutorial size 256/3
+    result = nb14.check_peak_lr(lambda d, n: right_peak_lr(d, n) if d == 64 else 1e-3, quiet=True)
+    assert "256, 3 layers" in result.message
+    assert not any(text in result.message for text in ("1.8e-03", "1.80e-03", "0.0018", "1.8e-3"))

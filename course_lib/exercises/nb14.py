@@ -4,7 +4,7 @@
 14.2 ``unknown_rate``: the share of tokens a vocabulary turns into ``<unk>``.
 
 Checkers compare with the reference (:func:`course_lib.recipe.peak_lr_for`, a token count) and name
-the typical mistake they recognise: the Noam exponent -0.5 or µP's -1 instead of -1.2, a forgotten depth
+the typical mistake they recognise: the Noam exponent -0.5 instead of -1, the width ratio upside down, a forgotten depth
 factor, no floor at the toy size; counting distinct words instead of tokens, a percentage instead of
 a fraction, the known share instead of the unknown one.
 """
@@ -30,10 +30,11 @@ PEAK_CASES = [
 ]
 
 _PEAK_MISTAKES = [
-    ("you scale the width like the Noam schedule, (64 / d_model)^0.5; the recipe uses the exponent 1.2",
+    ("you scale the width like the Noam schedule, (64 / d_model)^0.5; the recipe divides by the width "
+     "itself, 64 / d_model, as µP does for Adam",
      lambda d, n: ANCHOR_PEAK_LR * (max(d, 64) / 64) ** -0.5 * (max(n, 2) / 2) ** -0.5),
-    ("you scale the width by (64 / d_model)^1, as µP does; the recipe uses the exponent 1.2",
-     lambda d, n: ANCHOR_PEAK_LR * (max(d, 64) / 64) ** -1.0 * (max(n, 2) / 2) ** -0.5),
+    ("your rate grows with the width: the factor is 64 / d_model, not d_model / 64",
+     lambda d, n: ANCHOR_PEAK_LR * (max(d, 64) / 64) ** WIDTH_EXPONENT * (max(n, 2) / 2) ** -0.5),
     ("the depth factor (2 / layers)^0.5 is missing",
      lambda d, n: ANCHOR_PEAK_LR * (max(d, 64) / 64) ** -WIDTH_EXPONENT),
     ("the depth factor is (2 / layers)^0.5, a square root; you use (2 / layers)^1",

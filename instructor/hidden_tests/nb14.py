@@ -6,9 +6,9 @@ from hidden_tests import call, expect, hidden_test
 
 
 def _recipe_peak(d_model: int, layers: int) -> float:
-    """The recipe's rule, written out here: the toy peak (64 * 200)^-0.5, times width^-1.2 and depth^-0.5."""
+    """The recipe's rule, written out here: the toy peak (64 * 200)^-0.5, times width^-1 and depth^-0.5."""
     toy_peak = (64 * 200) ** -0.5
-    return toy_peak * (max(d_model, 64) / 64) ** -1.2 * (max(layers, 2) / 2) ** -0.5
+    return toy_peak * (max(d_model, 64) / 64) ** -1.0 * (max(layers, 2) / 2) ** -0.5
 
 
 @hidden_test("check_peak_lr", "14.1", points=2)

@@ -87,6 +87,17 @@ def test_every_exercise_is_graded_by_a_hidden_test(edition):
     assert len(graded) == len({e.exercise for e in exercises if e.points})  # exercise numbers are unique
 
 
+def test_hidden_peak_rate_rule_is_the_recipe_s():
+    """Hidden test 14.1 writes the recipe's rule out on its own (it must not import course_lib's answer);
+    when the recipe changes, this fails instead of the hidden test failing the notebook's own solution."""
+    from hidden_tests import nb14
+
+    from course_lib.recipe import peak_lr_for
+
+    for d_model, layers in [(32, 1), (64, 2), (96, 5), (256, 3), (384, 4), (512, 6), (1024, 8)]:
+        assert nb14._recipe_peak(d_model, layers) == pytest.approx(peak_lr_for(d_model, layers), rel=1e-9), (d_model, layers)
+
+
 def test_hidden_tests_are_not_in_the_package():
     from setuptools import find_packages
 

@@ -32,9 +32,9 @@ from torch import nn
 from course_lib import data
 from course_lib.embeddings import SinusoidalPositionalEncoding, TokenEmbedding
 from course_lib.evaluation import evaluate_translation
+from course_lib.loading import make_train_loader
 from course_lib.model import Transformer, TransformerConfig
 from course_lib.recipe import choose_recipe
-from course_lib.train import make_train_loader
 from course_lib.training import Callback, TrainConfig, train_epochs
 from course_lib.utils import configure_threads, seed_everything
 
@@ -56,6 +56,8 @@ class TorchTransformerTranslator(nn.Module):
         )
         self.generator = nn.Linear(config.d_model, config.tgt_vocab_size)
         nn.init.xavier_uniform_(self.generator.weight)  # as the course model initialises its generator
+        if config.tie_embeddings:  # as the course model: the output layer reuses the target embedding matrix
+            self.generator.weight = self.tgt_embedding.embedding.weight
 
     def encode(self, src: torch.Tensor) -> torch.Tensor:
         """src ``(batch, src_len)`` -> memory ``(batch, src_len, d_model)``."""

@@ -25,10 +25,10 @@ import torch
 
 from course_lib.assembly import build_transformer, load_my_parts
 from course_lib.data import build_vocabs, load_toy_corpus, make_dataset
+from course_lib.loading import make_train_loader
 from course_lib.losses import LabelSmoothingLoss
 from course_lib.model import Transformer, TransformerConfig
 from course_lib.schedule import make_optimizer
-from course_lib.train import make_train_loader
 from course_lib.utils import configure_threads
 
 CAPSTONE_STEPS = 1000  # notebook 13's step budget

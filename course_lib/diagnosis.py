@@ -254,7 +254,7 @@ def compare_with_course(name: str, part) -> Finding:
 def _probe_data(n_pairs: int):
     """(src vocab size, tgt vocab size, train loader factory, valid loader factory) on the toy corpus."""
     from .data import build_vocabs, load_toy_corpus, make_dataset
-    from .train import make_eval_loader, make_train_loader
+    from .loading import make_eval_loader, make_train_loader
 
     train_pairs, valid_pairs = load_toy_corpus("train")[:n_pairs], load_toy_corpus("valid")[:256]
     src_vocab, tgt_vocab = build_vocabs(train_pairs)

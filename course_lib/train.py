@@ -29,7 +29,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import random
 import sys
 import tempfile
 import time
@@ -37,11 +36,11 @@ from collections.abc import Sequence
 from pathlib import Path
 
 import torch.distributed
-from torch.utils.data import DataLoader
 
-from . import data, distributed
+from . import data, distributed, loading
 from .checkpoint import CheckpointError, read_checkpoint, save_checkpoint
 from .evaluation import evaluate_translation
+from .loading import make_eval_loader, make_train_loader, unknown_rate
 from .model import Transformer, TransformerConfig
 from .recipe import Recipe, choose_recipe
 from .training import Callback, TrainConfig, train
@@ -234,71 +233,14 @@ def subword_tokenizers(train_config: dict):
             SubwordTokenizer.from_merges(train_config["tgt_subword_merges"]))
 
 
-def unknown_rate(token_pairs, src_vocab, tgt_vocab) -> tuple[float, float]:
-    """Share of source and target tokens of ``token_pairs`` that the vocabularies map to ``<unk>``."""
-    src = [t for s, _ in token_pairs for t in s]
-    tgt = [t for _, ts in token_pairs for t in ts]
-    rate = lambda tokens, vocab: sum(t not in vocab for t in tokens) / max(1, len(tokens))  # noqa: E731
-    return rate(src, src_vocab), rate(tgt, tgt_vocab)
-
-
-def _split_off(pairs: list, count: int, seed: int) -> tuple[list, list]:
-    """Hold out ``count`` random pairs (seeded): returns (rest, held_out)."""
-    order = list(range(len(pairs)))
-    random.Random(seed).shuffle(order)
-    held = set(order[:count])
-    return [p for i, p in enumerate(pairs) if i not in held], [pairs[i] for i in sorted(held)]
-
-
 def load_splits(args) -> dict[str, list[tuple[str, str]]]:
-    """Raw (source, target) pairs for train/valid/test from the options (toy corpus by default)."""
-    if args.src_files or args.tgt_files:
-        if not (args.src_files and args.tgt_files) or len(args.src_files) != len(args.tgt_files):
-            raise UsageError("--src-files and --tgt-files need the same number of files (train [valid [test]])")
-        given = [data.read_parallel_files(s, t) for s, t in zip(args.src_files, args.tgt_files, strict=True)]
-    elif args.train_tsv:
-        given = [data.read_tsv(args.train_tsv)]
-        given += [data.read_tsv(p) for p in (args.valid_tsv, args.test_tsv) if p]
-        if args.test_tsv and not args.valid_tsv:
-            raise UsageError("--test-tsv needs --valid-tsv too")
-    else:
-        given = [data.load_toy_corpus(split) for split in ("train", "valid", "test")]
-    train_pairs = given[0]
-    held = min(1000, max(1, len(train_pairs) // 20))
-    while len(given) < 3:  # carve missing valid/test splits out of the training pairs
-        train_pairs, part = _split_off(train_pairs, held, seed=len(given))
-        given.append(part)
-    given[0] = train_pairs
-    splits = dict(zip(("train", "valid", "test"), given, strict=True))
-    if args.max_train_pairs:
-        splits["train"] = splits["train"][: args.max_train_pairs]
-    if args.max_eval_pairs:
-        splits["valid"] = splits["valid"][: args.max_eval_pairs]
-        splits["test"] = splits["test"][: args.max_eval_pairs]
-    return splits
-
-
-def make_train_loader(dataset: data.TranslationDataset, batch_size: int, seed: int,
-                      batch_tokens: int | None = None) -> DataLoader:
-    """Length-bucketed, shuffled batches; under ``torchrun`` each process gets its own share.
-
-    Args:
-        dataset: the training set.
-        batch_size: sentences per batch (used when ``batch_tokens`` is None).
-        seed: shuffling seed.
-        batch_tokens: target tokens per batch instead (:class:`~course_lib.data.TokenBatchSampler`).
-    """
-    if batch_tokens is not None:
-        sampler = data.TokenBatchSampler(dataset.lengths, dataset.tgt_lengths, batch_tokens, shuffle=True, seed=seed)
-    else:
-        sampler = data.BucketBatchSampler(dataset.lengths, batch_size, shuffle=True, seed=seed)
-    if distributed.is_distributed():
-        sampler = distributed.ShardedBatchSampler(sampler)
-    return DataLoader(dataset, batch_sampler=sampler, collate_fn=data.collate_batch)
-
-
-def make_eval_loader(dataset: data.TranslationDataset, batch_size: int = 256) -> DataLoader:
-    return data.make_dataloader(dataset, batch_size, shuffle=False)
+    """Raw (source, target) pairs for train/valid/test from the options (:func:`course_lib.loading.load_splits`)."""
+    try:
+        return loading.load_splits(
+            train_tsv=args.train_tsv, valid_tsv=args.valid_tsv, test_tsv=args.test_tsv, src_files=args.src_files,
+            tgt_files=args.tgt_files, max_train_pairs=args.max_train_pairs, max_eval_pairs=args.max_eval_pairs)
+    except loading.SplitsError as exc:
+        raise UsageError(str(exc)) from None
 
 
 class PrintEpochs(Callback):

@@ -265,22 +265,35 @@ def train_config(args) -> TrainConfig:
     return TrainConfig(
         epochs=args.epochs, max_steps=args.max_steps, time_budget=args.time_budget or None,
         warmup_steps=args.warmup, lr_factor=args.lr_factor, lr_decay=args.lr_decay, label_smoothing=args.label_smoothing,
-        batch_size=args.batch_size, seed=args.seed, num_threads=args.threads, device=args.device,
+        batch_size=args.batch_size, batch_tokens=args.batch_tokens, seed=args.seed, num_threads=args.threads, device=args.device,
         best_checkpoint=args.output, progress=not args.no_progress,
     )
 
 
-def report(model, test_tokens, src_vocab, tgt_vocab, beam: int, samples: int) -> dict:
-    """Print and return test BLEU / exact match (greedy, and beam search if ``beam > 1``) and sample translations."""
-    sources, references = [s for s, _ in test_tokens], [t for _, t in test_tokens]
+def report(model, test_tokens, src_vocab, tgt_vocab, beam: int, samples: int, references=None) -> dict:
+    """Print and return test BLEU / exact match (greedy, and beam search if ``beam > 1``) and sample translations.
+
+    Args:
+        model: the trained model.
+        test_tokens: tokenized (source, target) test pairs.
+        src_vocab, tgt_vocab: the model's vocabularies.
+        beam: beam size for the second evaluation (1: greedy only).
+        samples: sample translations to print.
+        references: the raw reference sentences (the test file's lines), scored as they are; None: the
+            detokenized target tokens.
+    """
+    sources = [s for s, _ in test_tokens]
+    references = [t for _, t in test_tokens] if references is None else list(references)
     metrics = {}
     for size in [1] + ([beam] if beam > 1 else []):
         scores = evaluate_translation(model, sources, references, src_vocab, tgt_vocab, beam_size=size)
         name = "greedy" if size == 1 else f"beam {size}"
-        print(f"test {name:7s}: BLEU {scores.bleu:.2f}  exact match {100 * scores.exact_match:.1f}%  "
+        print(f"test {name:7s}: BLEU {scores.bleu:.2f} cased, {scores.bleu_lc:.2f} lower-cased  exact match "
+              f"{100 * scores.exact_match:.1f}%  <unk> {100 * scores.unk_share:.1f}% of output words  "
               f"({len(sources)} sentences decoded in {scores.seconds:.2f}s)  signature {scores.signature}")
         key = "greedy" if size == 1 else "beam"
-        metrics.update({f"test_bleu_{key}": scores.bleu, f"test_exact_match_{key}": scores.exact_match})
+        metrics.update({f"test_bleu_{key}": scores.bleu, f"test_bleu_lc_{key}": scores.bleu_lc,
+                        f"test_exact_match_{key}": scores.exact_match, f"test_unk_share_{key}": scores.unk_share})
         if size == 1:
             metrics["bleu_signature"] = scores.signature
             shown = scores
@@ -372,7 +385,8 @@ def _main(argv: Sequence[str] | None = None) -> int:
         if distributed.is_distributed():
             log(f"replicas identical after training: {distributed.replicas_identical(model)}")
         if main_process:
-            metrics = report(model, tokens["test"], src_vocab, tgt_vocab, args.beam, args.samples)
+            references = [target for _, target in splits["test"]]  # the raw lines, as sacreBLEU expects
+            metrics = report(model, tokens["test"], src_vocab, tgt_vocab, args.beam, args.samples, references)
             metrics.update(train_seconds=history[-1]["seconds"] if history else 0.0,
                            steps=history[-1]["step"] if history else 0)
             final_save(args, model, src_vocab, tgt_vocab, settings, metrics)
@@ -387,7 +401,8 @@ def final_save(args, model, src_vocab, tgt_vocab, settings: TrainConfig, metrics
     state = None
     if not args.weights_only and Path(args.output).is_file():
         state = read_checkpoint(args.output).get("training_state")
-    data_config = {"src_lang": args.src_lang, "tgt_lang": args.tgt_lang}
+    data_config = {"src_lang": args.src_lang, "tgt_lang": args.tgt_lang,
+                   "batching": "tokens" if args.batch_tokens else "sentences"}
     subwords = getattr(args, "subword_tokenizers", None)
     if subwords is not None:
         data_config.update(src_subword_merges=[list(m) for m in subwords[0].merges],

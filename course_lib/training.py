@@ -64,6 +64,7 @@ class TrainConfig:
     weight_decay: float = 0.0  # Adam L2 penalty
     ema_decay: float | None = 0.99  # evaluate/keep an exponential moving average of the weights (None: off)
     batch_size: int = 128  # sentences per batch (used to build the loaders in the CLI and benchmark, not by train())
+    batch_tokens: int | None = None  # target tokens per batch when batching by tokens (None: by batch_size sentences); recorded in checkpoints
     seed: int = 0  # seeds initialisation, shuffling and dropout
     num_threads: int | None = None  # torch CPU threads; None = COURSE_NUM_THREADS or 1 (see utils.configure_threads)
     device: str | None = None  # "cpu", "cuda", ...; None = CUDA if available, else CPU

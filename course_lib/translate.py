@@ -10,7 +10,8 @@ Sentences come from the arguments, or one per line on standard input; translatio
 one per line in the same order. Tokenizers are spaCy's rule-based ones for the languages stored
 in the checkpoint (German and English by default). Input words the model never saw in training
 become ``<unk>``; they are listed on standard error, since the translation then cannot be right.
-A missing or unreadable checkpoint ends the command with one line on standard error (exit status 2).
+A missing or unreadable checkpoint, or input that is not UTF-8, ends the command with one line on
+standard error (exit status 2).
 """
 
 from __future__ import annotations
@@ -48,6 +49,21 @@ def unknown_words(sentences: Sequence[str], tokenizer: Tokenizer, vocab: Vocab) 
     return list(seen)
 
 
+def read_stdin_lines() -> list[str]:
+    """Standard input's lines, stripped; text that is not UTF-8 is a :class:`UsageError` naming line and byte."""
+    stream = getattr(sys.stdin, "buffer", None)
+    if stream is None:  # a text stream without bytes underneath (e.g. replaced in a test)
+        return [line.strip() for line in sys.stdin]
+    raw = stream.read()
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = raw.count(b"\n", 0, exc.start) + 1
+        raise UsageError(f"standard input is not UTF-8 text: byte 0x{raw[exc.start]:02x} on line {line} "
+                         f"cannot be decoded (save the file as UTF-8)") from None
+    return [line.strip() for line in text.splitlines()]
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Translate; a missing or unreadable checkpoint gives one line on stderr and exit status 2."""
     args = build_parser().parse_intermixed_args(argv)  # options may come before or after the sentences
@@ -57,7 +73,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     except CheckpointError as exc:
         print(f"python -m course_lib.translate: error: {exc}", file=sys.stderr)
         return 2
-    sentences = list(args.sentences) or [line.strip() for line in sys.stdin]
+    try:
+        sentences = list(args.sentences) or read_stdin_lines()
+    except UsageError as exc:
+        print(f"python -m course_lib.translate: error: {exc}", file=sys.stderr)
+        return 2
     keep = [i for i, s in enumerate(sentences) if s]  # blank input lines give blank output lines
     train_config = checkpoint.get("train_config") or {}
     tokenizer = Tokenizer(train_config.get("src_lang", "de"))

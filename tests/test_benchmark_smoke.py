@@ -79,42 +79,6 @@ def _load(name: str):
     return module
 
 
-def write_multi30k_style(folder: Path, n_train: int = 60, n_eval: int = 8) -> None:
-    """A tiny synthetic corpus laid out like Multi30k (gzipped line-aligned files), from the toy corpus."""
-    import gzip
-
-    from course_lib.data import load_toy_corpus
-
-    pairs = load_toy_corpus("train")[: n_train + 2 * n_eval]
-    parts = {"train": pairs[:n_train], "val": pairs[n_train:n_train + n_eval], "test_2016_flickr": pairs[-n_eval:]}
-    for name, part in parts.items():
-        for side, lang in enumerate(("de", "en")):
-            with gzip.open(folder / f"{name}.{lang}.gz", "wt", encoding="utf-8") as handle:
-                handle.write("\n".join(pair[side] for pair in part) + "\n")
-
-
-def test_real_data_benchmark_runs_both_pipelines_interleaved(tmp_path, capsys):
-    write_multi30k_style(tmp_path)
-    benchmark = _load("real_data")
-    threads = torch.get_num_threads()
-    try:
-        results = benchmark.main(["--data-dir", str(tmp_path), "--epochs", "2", "--threads", "1",
-                                  "--ref-batch-tokens", "200", "--ref-warmup", "4", "--ref-min-freq", "1",
-                                  "--d-model", "16", "--n-heads", "2", "--d-ff", "32", "--layers", "1"])
-    finally:
-        torch.set_num_threads(threads)
-    assert set(results) == {"course_lib", "nn.Transformer"}
-    for rows in results.values():
-        assert [r["epoch"] for r in rows] == [1, 2]
-        assert all(0.0 <= r["cased"] <= 100.0 and 0.0 <= r["lower"] <= 100.0 and r["tokens_per_s"] > 0 for r in rows)
-    out = capsys.readouterr().out
-    lines = [line for line in out.splitlines() if line.startswith("epoch ") and "test BLEU" in line]
-    # interleaved: course first in epoch 1, the reference first in epoch 2
-    assert [line.split()[2] for line in lines] == ["course_lib", "nn.Transformer", "nn.Transformer", "course_lib"]
-    assert "case:lc" in out and "case:mixed" in out  # both sacrebleu signatures printed
-    assert "unknown test tokens" in out
-
-
 def test_time_to_bleu_interleaves_the_two_models(capsys):
     benchmark = _load("time_to_bleu")
     threads = torch.get_num_threads()

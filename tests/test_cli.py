@@ -191,3 +191,43 @@ def test_unpaired_file_lists_are_one_line_errors(tmp_path, capsys):
     write_lines(tmp_path / "a.de", ["Ein Hund."])
     code, _, err = run_train(["--src-files", str(tmp_path / "a.de"), "--output", str(tmp_path / "m.pt")], capsys)
     assert code == 2 and "need the same number of files" in one_line_error(err)
+
+
+def test_translate_input_that_is_not_utf8_is_a_one_line_error(tmp_path):
+    """Latin-1 bytes on stdin (a file saved in the wrong encoding): one line naming the line and byte."""
+    checkpoint = _checkpoint(tmp_path / "tiny.pt")
+    result = subprocess.run([sys.executable, "-m", "course_lib.translate", str(checkpoint)],
+                            input="Der Hund.\nDer Bär läuft.\n".encode("latin-1"), capture_output=True, timeout=120)
+    assert result.returncode == 2 and result.stdout == b""
+    line = one_line_error(result.stderr.decode())
+    assert "standard input is not UTF-8 text: byte 0xe4 on line 2" in line
+
+
+def test_the_checkpoint_and_report_say_how_it_was_trained_and_scored(tmp_path, capsys):
+    """The checkpoint records token or sentence batching; test BLEU is scored against the raw reference lines."""
+    for extra, batching in (([], "tokens"), (["--batch-size", "16"], "sentences")):
+        out = tmp_path / f"{batching}.pt"
+        code, stdout, err = run_train([*TINY, "--output", str(out), *extra], capsys)
+        assert code == 0, err
+        saved = torch.load(out, weights_only=True)
+        assert saved["train_config"]["batching"] == batching
+        assert (saved["train_config"]["batch_tokens"] is None) == (batching == "sentences")
+        assert "lower-cased" in stdout and "of output words" in stdout
+        assert {"test_bleu_lc_greedy", "test_unk_share_greedy"} <= set(saved["metrics"])
+
+
+def test_report_scores_the_raw_reference_lines():
+    """Raw reference lines are scored as written, token lists are re-joined first: "t-shirt" is not "t - shirt"."""
+    import course_lib.evaluation as evaluation
+
+    words = ["a", "man", "in", "a", "black", "t", "-", "shirt", "is", "playing", "drums", "."]
+    original = evaluation.translate_token_lists
+    evaluation.translate_token_lists = lambda *args, **kwargs: [words]  # the scoring, not a model, is under test
+    try:
+        raw = evaluation.evaluate_translation(None, [["der"]], ["A man in a black t-shirt is playing drums."], None, None)
+        joined = evaluation.evaluate_translation(None, [["der"]], [words], None, None)
+    finally:
+        evaluation.translate_token_lists = original
+    assert raw.references == ["A man in a black t-shirt is playing drums."]
+    assert joined.references == [raw.hypotheses[0]] and joined.bleu_lc == pytest.approx(100.0)
+    assert raw.bleu_lc < 100.0 and raw.bleu < raw.bleu_lc  # and case counts only in the cased score

@@ -205,3 +205,15 @@ def test_shipped_checkpoint_translates_the_test_split_with_bleu_at_least_97():
     assert len(scores.hypotheses) == 1000
     assert scores.bleu >= 97.0, scores.summary()
     assert scores.exact_match >= 0.9, scores.summary()
+
+
+def test_toy_references_rejoin_to_the_file_text():
+    """evaluation.py's promise: on the toy corpus, detokenized reference tokens are the reference lines exactly,
+    so notebooks that pass token lists score what the command line scores against the raw file."""
+    from course_lib.data import load_toy_corpus
+    from course_lib.tokenization import Tokenizer, detokenize
+
+    english = Tokenizer("en")
+    for split in ("valid", "test"):
+        references = [target for _, target in load_toy_corpus(split)]
+        assert [detokenize(english(r)) for r in references] == references

@@ -8,6 +8,10 @@ which runs nothing, makes sure that
    above 12 that are not years) lies inside a checked phrase or inside a phrase listed in
    ``notebooks/prose_facts.txt`` (facts from the paper or other projects, inputs an exercise sets);
 3. every line of ``notebooks/prose_facts.txt`` still matches its notebook.
+
+Blocks between ``<!-- results:begin NAME -->`` and ``<!-- results:end -->`` are generated from the
+benchmarks' results files by ``benchmarks/report.py``; ``tests/test_real_data_benchmark.py`` checks them
+against those files, so their figures count as checked here.
 """
 
 from __future__ import annotations
@@ -26,6 +30,7 @@ NOTEBOOKS = sorted((ROOT / "notebooks").glob("*.ipynb"))
 FACTS = ROOT / "notebooks" / "prose_facts.txt"
 NUMBER = re.compile(r"(?<![\w.])(\d{1,3}(?:,\d{3})+|\d+(?:\.\d+)?(?:e[+-]?\d+)?)")
 SKIP_WORDS = ("notebook", "exercise", "section", "step ", "cell", "figure", "layer ")
+GENERATED = re.compile(r"<!-- results:begin [\w-]+ -->.*?<!-- results:end -->", re.S)
 HIDDEN = re.compile(r"\$\$.*?\$\$|\$[^$]*\$|`[^`]*`|\(https?://[^)]*\)|<[^>]*>", re.S)
 
 
@@ -107,6 +112,7 @@ def test_every_prose_figure_is_checked_or_a_declared_fact(notebook):
     missing = []
     for text in markdown_cells(nb):
         covered = [span for phrase in covering for span in spans(text, phrase)]
+        covered += [(m.start(), m.end()) for m in GENERATED.finditer(text)]
         for start, end, figure in figures_in_prose(text):
             if not any(a <= start and end <= b for a, b in covered):
                 missing.append(f"{figure} in '...{text[max(0, start - 60):end + 30]}...'")

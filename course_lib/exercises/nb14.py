@@ -31,7 +31,7 @@ PEAK_CASES = [
 
 _PEAK_MISTAKES = [
     ("you scale the width like the Noam schedule, (64 / d_model)^0.5; the recipe divides by the width "
-     "itself, 64 / d_model, as µP does for Adam",
+     "itself, 64 / d_model (an empirical rule inspired by µP's 1 / fan-in rate for Adam)",
      lambda d, n: ANCHOR_PEAK_LR * (max(d, 64) / 64) ** -0.5 * (max(n, 2) / 2) ** -0.5),
     ("your rate grows with the width: the factor is 64 / d_model, not d_model / 64",
      lambda d, n: ANCHOR_PEAK_LR * (max(d, 64) / 64) ** WIDTH_EXPONENT * (max(n, 2) / 2) ** -0.5),

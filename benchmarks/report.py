@@ -1,0 +1,346 @@
+"""Tables and sentences about real-data results, generated from the results files (never typed by hand).
+
+Reads ``benchmarks/results/real_data/RUN/PIPELINE-seedN.json`` (written by ``benchmarks/real_data.py``)
+and writes
+
+* ``benchmarks/README.md``: every run, epoch by epoch, validation and test, mean ± s.d. over seeds;
+* the block between ``<!-- results:begin real-data -->`` and ``<!-- results:end -->`` in ``README.md``;
+* the same kind of block in notebook 14's markdown (``<!-- results:begin nb14 -->``).
+
+Rules it follows: every figure is a mean over the seeds that finished (their number is shown, with the
+standard deviation and the range); choices (the best epoch) are made on the validation split and the
+test split is reported for them; comparisons say what differs between the pipelines.
+
+    python benchmarks/report.py            # rewrite the three places
+    python benchmarks/report.py --check    # exit 1 if any of them differs from the results files
+
+``tests/test_real_data_benchmark.py`` runs the check.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import statistics
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+RESULTS = ROOT / "benchmarks" / "results" / "real_data"
+BENCH_README = ROOT / "benchmarks" / "README.md"
+README = ROOT / "README.md"
+NOTEBOOK = ROOT / "notebooks" / "14_from_toy_to_real_data.ipynb"
+MARKERS = {"readme": "real-data", "notebook": "nb14"}
+
+PIPELINE_NAMES = {
+    "course": "course_lib (course model, course recipe)",
+    "torch_recipe": "nn.Transformer, course recipe",
+    "classic": "nn.Transformer, classic recipe",
+}
+PIPELINE_SHORT = {"course": "course", "torch_recipe": "nn.Transformer + course recipe",
+                  "classic": "classic recipe"}
+DIFFERENCES = """\
+| | course | nn.Transformer + course recipe | classic recipe |
+|---|---|---|---|
+| layers | course_lib `Transformer` | `nn.Transformer` (+ a final LayerNorm per stack) | `nn.Transformer` |
+| embeddings, positions, output layer | course's; output tied to target embeddings (recipe, d_model ≥ 128) | the same, tied | the same wrapper, untied |
+| words | cased spaCy words, `min_freq` 2 | the same | lower-cased spaCy words, `min_freq` 2 |
+| batches | ~1,806 target tokens (128 sentences' worth) | the same | classic rule: (sentences) × (longest + 2) ≤ 4,000 |
+| schedule | recipe: peak 1.80e-3 at 490 steps, then 1/sqrt | the same | peak 1e-3 at 800 steps, then 1/sqrt |
+| clipping, averaging | clip 1.0, weight average (EMA 0.99) | the same | clip 1.0, none |
+| loss, optimizer, dropout | label smoothing 0.1, Adam (0.9, 0.98, 1e-9), dropout 0.1 | the same | the same |
+"""
+
+
+# ----------------------------------------------------------------------------- reading
+
+def load_runs(root: Path = RESULTS) -> dict[str, dict[str, list[dict]]]:
+    """``{run: {pipeline: [record per seed, sorted by seed]}}`` for every results file under ``root``."""
+    runs: dict[str, dict[str, list[dict]]] = {}
+    for path in sorted(root.glob("*/*-seed*.json")):
+        record = json.loads(path.read_text())
+        runs.setdefault(path.parent.name, {}).setdefault(record["pipeline"], []).append(record)
+    for pipelines in runs.values():
+        for records in pipelines.values():
+            records.sort(key=lambda r: r["seed"])
+    return runs
+
+
+def complete(records: list[dict]) -> list[dict]:
+    return [r for r in records if r.get("complete")]
+
+
+# ----------------------------------------------------------------------------- statistics
+
+def summary(values: list[float]) -> dict:
+    """Mean, sample standard deviation (0 for one value), min, max and count."""
+    values = [float(v) for v in values]
+    return {"mean": statistics.fmean(values), "sd": statistics.stdev(values) if len(values) > 1 else 0.0,
+            "min": min(values), "max": max(values), "n": len(values)}
+
+
+def fmt(s: dict, digits: int = 1) -> str:
+    """``37.5 ± 0.3 (37.1–37.8)``; a single value as ``37.5 (1 seed)``."""
+    if s["n"] == 1:
+        return f"{s['mean']:.{digits}f} (1 seed)"
+    return f"{s['mean']:.{digits}f} ± {s['sd']:.{digits}f} ({s['min']:.{digits}f}–{s['max']:.{digits}f})"
+
+
+def metric(record: dict, epoch: int, split: str, name: str = "bleu_lc") -> float:
+    return record["epochs"][epoch - 1][split][name]
+
+
+def chosen_epoch(record: dict, name: str = "bleu_lc") -> int:
+    """The epoch with the best validation score (the earliest on a tie): chosen on ``valid`` only."""
+    scores = [row["valid"][name] for row in record["epochs"]]
+    return 1 + scores.index(max(scores))
+
+
+def cumulative_seconds(record: dict, clock: str = "train_seconds") -> list[float]:
+    total, out = 0.0, []
+    for row in record["epochs"]:
+        total += row[clock]
+        out.append(total)
+    return out
+
+
+def score_at_time(record: dict, seconds: float, split: str = "test", clock: str = "train_seconds") -> float:
+    """The score of the last epoch finished within ``seconds`` of training (0 before the first)."""
+    best = 0.0
+    for t, row in zip(cumulative_seconds(record, clock), record["epochs"], strict=True):
+        if t <= seconds * (1 + 1e-9):
+            best = row[split]["bleu_lc"]
+    return best
+
+
+# ----------------------------------------------------------------------------- rendering
+
+def run_header(run: str, pipelines: dict[str, list[dict]]) -> str:
+    records = [r for rs in pipelines.values() for r in rs]
+    first = records[0]
+    commits = sorted({r["commit"][:12] for r in records})
+    dates = sorted({r["started"][:10] for r in records})
+    machine = first["machine"]
+    settings = first["settings"]
+    flags = " ".join(settings["course_flags"]) or "(none: the default model)"
+    args = settings["args"]
+    seeds = {p: [r["seed"] for r in complete(rs)] for p, rs in pipelines.items()}
+    partial = {p: [(r["seed"], len(r["epochs"])) for r in rs if not r.get("complete")] for p, rs in pipelines.items()}
+    lines = [f"### Run `{run}`", "",
+             f"`benchmarks/real_data.py --epochs {args['epochs']} --threads {args['threads']} {flags}` on "
+             f"`{args['data_dir']}` ({', '.join(args['splits'])}); {machine['cpu']}, {machine['cores']} cores, "
+             f"torch {machine['torch']}; commits {', '.join(commits)}; {', '.join(dates)}.", ""]
+    for p, rs in pipelines.items():
+        done = ", ".join(map(str, seeds[p])) or "none"
+        extra = "; unfinished: " + ", ".join(f"seed {s} after {n} epochs" for s, n in partial[p]) if partial[p] else ""
+        lines.append(f"- {PIPELINE_NAMES.get(p, p)}: {rs[0]['parameters']:,} parameters; seeds finished: {done}{extra}.")
+    return "\n".join(lines) + "\n"
+
+
+def epoch_table(pipelines: dict[str, list[dict]], split: str, name: str = "bleu_lc") -> str:
+    names = [p for p in PIPELINE_NAMES if p in pipelines]
+    epochs = max(len(r["epochs"]) for rs in pipelines.values() for r in rs)
+    head = "| epoch | " + " | ".join(PIPELINE_SHORT[p] for p in names) + " |"
+    lines = [head, "|---|" + "---|" * len(names)]
+    for e in range(1, epochs + 1):
+        cells = []
+        for p in names:
+            rows = [r for r in pipelines[p] if len(r["epochs"]) >= e]
+            if not rows:
+                cells.append("")
+                continue
+            s = summary([metric(r, e, split, name) for r in rows])
+            steps = summary([r["epochs"][e - 1]["step"] for r in rows])["mean"]
+            cells.append(f"{fmt(s)}, step {steps:,.0f}")
+        lines.append(f"| {e} | " + " | ".join(cells) + " |")
+    return "\n".join(lines) + "\n"
+
+
+def final_table(pipelines: dict[str, list[dict]]) -> str:
+    """Per pipeline: test at the last epoch and at the epoch chosen on validation, the other measures."""
+    lines = ["| pipeline | seeds | test BLEU, last epoch | epoch chosen on val | test BLEU there | "
+             "tokenized lower-cased (last) | cased (last) | `<unk>` in output |", "|---|---|---|---|---|---|---|---|"]
+    for p in (p for p in PIPELINE_NAMES if p in pipelines):
+        rs = complete(pipelines[p])
+        if not rs:
+            continue
+        last = len(rs[0]["epochs"])
+        chosen = [chosen_epoch(r) for r in rs]
+        at_chosen = summary([metric(r, c, "test") for r, c in zip(rs, chosen, strict=True)])
+        cased = "—" if rs[0]["lowercased_output"] else fmt(summary([metric(r, last, "test", "bleu") for r in rs]))
+        unk = summary([100 * metric(r, last, "test", "unk_share") for r in rs])
+        lines.append(f"| {PIPELINE_SHORT[p]} | {len(rs)} | {fmt(summary([metric(r, last, 'test') for r in rs]))} | "
+                     f"{', '.join(map(str, chosen))} | {fmt(at_chosen)} | "
+                     f"{fmt(summary([metric(r, last, 'test', 'bleu_tok_lc') for r in rs]))} | {cased} | "
+                     f"{unk['mean']:.1f}% |")
+    return "\n".join(lines) + "\n"
+
+
+def time_table(pipelines: dict[str, list[dict]]) -> str:
+    """Training seconds per epoch and the score at equal training time (the classic recipe's total)."""
+    names = [p for p in PIPELINE_NAMES if p in pipelines and complete(pipelines[p])]
+    if not names:
+        return ""
+    lines = ["| pipeline | training s per epoch (wall) | CPU s per epoch | tokens/s | "
+             + ("test BLEU within the classic recipe's training time |" if "classic" in names else "|"),
+             "|---|---|---|---|" + ("---|" if "classic" in names else "")]
+    for p in names:
+        rs = complete(pipelines[p])
+        per_epoch = summary([r["epochs"][i]["train_seconds"] for r in rs for i in range(len(r["epochs"]))])
+        cpu = summary([r["epochs"][i]["train_cpu_seconds"] for r in rs for i in range(len(r["epochs"]))])
+        tps = summary([r["epochs"][i]["tokens_per_s"] for r in rs for i in range(len(r["epochs"]))])
+        cell = ""
+        if "classic" in names:
+            budgets = {r["seed"]: cumulative_seconds(r)[-1] for r in complete(pipelines["classic"])}
+            same = [r for r in rs if r["seed"] in budgets]
+            cell = fmt(summary([score_at_time(r, budgets[r["seed"]]) for r in same])) + " |" if same else " |"
+        lines.append(f"| {PIPELINE_SHORT[p]} | {per_epoch['mean']:.0f} ({per_epoch['min']:.0f}–{per_epoch['max']:.0f}) | "
+                     f"{cpu['mean']:.0f} | {tps['mean']:,.0f} | {cell}")
+    return "\n".join(lines) + "\n"
+
+
+def comparison(pipelines: dict[str, list[dict]], a: str = "course", b: str = "classic") -> str:
+    """One computed sentence: the difference of the means after the last epoch and from which epoch ``a`` leads."""
+    ra, rb = complete(pipelines.get(a, [])), complete(pipelines.get(b, []))
+    if not ra or not rb:
+        return ""
+    last = min(len(ra[0]["epochs"]), len(rb[0]["epochs"]))
+    means = [(summary([metric(r, e, "test") for r in ra])["mean"], summary([metric(r, e, "test") for r in rb])["mean"])
+             for e in range(1, last + 1)]
+    ahead = [e for e, (x, y) in enumerate(means, 1) if x > y]
+    lead_from = next((e for e in range(1, last + 1) if all(k in ahead for k in range(e, last + 1))), None)
+    diff = means[-1][0] - means[-1][1]
+    where = f"ahead after every epoch from epoch {lead_from} on" if lead_from else "not ahead at the last epoch"
+    return (f"After epoch {last}, {PIPELINE_SHORT[a]} minus {PIPELINE_SHORT[b]}: {diff:+.1f} lower-cased test BLEU "
+            f"(means over {len(ra)} and {len(rb)} seeds); {PIPELINE_SHORT[a]} is {where}.")
+
+
+def render_run(run: str, pipelines: dict[str, list[dict]]) -> str:
+    parts = [run_header(run, pipelines), "Test BLEU (lower-cased, detokenized, sacreBLEU 13a) after each epoch, "
+             "mean ± s.d. (min–max) over seeds, and the optimizer step:\n", epoch_table(pipelines, "test"),
+             "\nValidation BLEU (lower-cased; what choices are made on):\n", epoch_table(pipelines, "valid"),
+             "\nLast epoch and the epoch chosen on validation:\n", final_table(pipelines)]
+    times = time_table(pipelines)
+    if times:
+        parts += ["\nTraining time (wall clock of the interleaved run; compare within a run only):\n", times]
+    for other in ("classic", "torch_recipe"):
+        sentence = comparison(pipelines, "course", other) if "course" in pipelines else ""
+        if sentence:
+            parts.append("\n" + sentence + "\n")
+    first = next(iter(pipelines.values()))[0]
+    signatures = first["epochs"][0]["test"]["signatures"]
+    parts.append("\nSignatures: " + "; ".join(f"{k} `{v}`" for k, v in signatures.items()) + ".\n")
+    return "\n".join(p.rstrip("\n") + "\n" for p in parts)
+
+
+def render_benchmarks_readme(runs) -> str:
+    out = ["# Benchmarks", "",
+           "<!-- generated by benchmarks/report.py from benchmarks/results/; do not edit by hand -->", "",
+           "Every figure below is computed by `python benchmarks/report.py` from the results files in",
+           "`benchmarks/results/` (one JSON file per pipeline and seed, with the commit, date, machine, threads,",
+           "arguments, and per epoch: steps, training seconds, tokens/s, validation and test BLEU with their",
+           "sacreBLEU signatures). `tests/test_real_data_benchmark.py` fails when this page, the README's",
+           "real-data block or notebook 14's disagree with those files.", "",
+           "## Real data: `benchmarks/real_data.py`", "",
+           "Three pipelines trained interleaved, epoch by epoch, on the same files and threads "
+           "(`benchmarks/pipelines.py`). What differs between them:", "", DIFFERENCES,
+           "`course` vs `nn.Transformer + course recipe` measures the implementation; `nn.Transformer + course "
+           "recipe` vs `classic recipe` measures the recipe. The classic recipe outputs lower-cased words, so only "
+           "lower-cased scores compare all three. BLEU: greedy output, detokenized, `<unk>` kept, against the raw "
+           "reference lines (`course_lib.evaluation.score_outputs`); the tokenized lower-cased column is computed "
+           "the way published Multi30k figures are. Best epochs are chosen on `val`; `test_2016_flickr` is "
+           "reported for them and for the last epoch.", "",
+           "Figures from before these results files (single runs, read off the test split, some with an older "
+           "initialisation) were withdrawn from the README and notebook 14; they are in the git history "
+           "(commit 617f3d6 and before).", ""]
+    if not runs:
+        out.append("No results yet.\n")
+    for run, pipelines in sorted(runs.items()):
+        out.append(render_run(run, pipelines))
+    return "\n".join(out).rstrip("\n") + "\n"
+
+
+def headline(runs, audience: str) -> str:
+    """The short block for the README (``audience="readme"``) or notebook 14 (``"notebook"``)."""
+    lines = []
+    tutorial = runs.get("tutorial")
+    if tutorial:
+        lines.append("On Multi30k (`test_2016_flickr`, lower-cased sacreBLEU on detokenized greedy output), the "
+                     "tutorial size (`d_model` 256, 8 heads, `d_ff` 512, 3+3 layers) after 10 epochs on 2 threads:")
+        lines.append("")
+        lines.append(final_table(tutorial).rstrip("\n"))
+        for other in ("classic", "torch_recipe"):
+            sentence = comparison(tutorial, "course", other)
+            if sentence:
+                lines += ["", sentence]
+    default = runs.get("default")
+    if default and complete(default.get("course", [])):
+        rs = complete(default["course"])
+        last = len(rs[0]["epochs"])
+        lines += ["", f"The default command (the default model; only the data flags, `--epochs {last} --time-budget 0`): "
+                  f"test BLEU {fmt(summary([metric(r, last, 'test') for r in rs]))} lower-cased, "
+                  f"{fmt(summary([metric(r, last, 'test', 'bleu') for r in rs]))} cased after {last} epochs "
+                  f"({len(rs)} seeds)."]
+    if not lines:
+        lines.append("No real-data results yet.")
+    where = ("Per-epoch tables, validation scores, training times and what differs between the pipelines: "
+             "[benchmarks/README.md](benchmarks/README.md).") if audience == "readme" else (
+             "Per-epoch tables and training times: `benchmarks/README.md` in the course repository.")
+    lines += ["", "Mean ± s.d. (min–max) over the seeds that finished; the best epoch is chosen on the validation "
+              "split. " + where]
+    return "\n".join(lines) + "\n"
+
+
+# ----------------------------------------------------------------------------- writing
+
+def replace_block(text: str, name: str, body: str) -> str:
+    pattern = re.compile(rf"(<!-- results:begin {re.escape(name)} -->\n).*?(<!-- results:end -->)", re.S)
+    if not pattern.search(text):
+        raise ValueError(f"no '<!-- results:begin {name} -->' ... '<!-- results:end -->' block found")
+    return pattern.sub(lambda m: m.group(1) + body + m.group(2), text, count=1)
+
+
+def notebook_with_block(nb: dict, body: str) -> dict:
+    for cell in nb["cells"]:
+        text = "".join(cell["source"])
+        if cell["cell_type"] == "markdown" and f"<!-- results:begin {MARKERS['notebook']} -->" in text:
+            new = replace_block(text, MARKERS["notebook"], body)
+            cell["source"] = [line for line in new.splitlines(keepends=True)]
+            return nb
+    raise ValueError(f"{NOTEBOOK.name}: no markdown cell with '<!-- results:begin {MARKERS['notebook']} -->'")
+
+
+def expected(root: Path = RESULTS) -> dict[Path, str]:
+    """What each generated file should contain now."""
+    runs = load_runs(root)
+    nb = json.loads(NOTEBOOK.read_text(encoding="utf-8"))
+    nb = notebook_with_block(nb, headline(runs, "notebook"))
+    return {
+        BENCH_README: render_benchmarks_readme(runs),
+        README: replace_block(README.read_text(encoding="utf-8"), MARKERS["readme"], headline(runs, "readme")),
+        NOTEBOOK: json.dumps(nb, indent=1, ensure_ascii=False, sort_keys=True) + "\n",
+    }
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--check", action="store_true", help="report differences instead of writing; exit 1 if any")
+    args = parser.parse_args(argv)
+    stale = []
+    for path, text in expected().items():
+        current = path.read_text(encoding="utf-8") if path.exists() else ""
+        if current != text:
+            stale.append(path.relative_to(ROOT))
+            if not args.check:
+                path.write_text(text, encoding="utf-8")
+    if args.check and stale:
+        print("out of date with benchmarks/results (run python benchmarks/report.py): "
+              + ", ".join(map(str, stale)), file=sys.stderr)
+        return 1
+    print(("rewrote " + ", ".join(map(str, stale))) if stale and not args.check else "up to date")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

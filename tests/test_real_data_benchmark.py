@@ -1,0 +1,179 @@
+"""benchmarks/real_data.py, pipelines.py and report.py on a tiny Multi30k-shaped corpus (made from the toy corpus).
+
+Nothing is timed. Checked: the three pipelines run interleaved and write one results file per pipeline and
+seed; a finished seed is skipped; each pipeline's results do not depend on which others ran beside it;
+the classic batching rule; the report's statistics and its choice of epoch on validation only.
+"""
+
+import gzip
+import importlib.util
+import json
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+
+BENCHMARKS = Path(__file__).resolve().parents[1] / "benchmarks"
+TINY = ["--epochs", "2", "--threads", "1", "--classic-batch-tokens", "300", "--classic-warmup", "4",
+        "--classic-min-freq", "1", "--d-model", "16", "--n-heads", "2", "--d-ff", "32", "--layers", "1"]
+
+
+def _load(name: str):
+    if str(BENCHMARKS) not in sys.path:
+        sys.path.insert(0, str(BENCHMARKS))
+    spec = importlib.util.spec_from_file_location(f"{name}_under_test", BENCHMARKS / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def write_multi30k_style(folder: Path, n_train: int = 60, n_eval: int = 8) -> None:
+    """A tiny synthetic corpus laid out like Multi30k (gzipped line-aligned files), from the toy corpus."""
+    from course_lib.data import load_toy_corpus
+
+    pairs = load_toy_corpus("train")[: n_train + 2 * n_eval]
+    parts = {"train": pairs[:n_train], "val": pairs[n_train:n_train + n_eval], "test_2016_flickr": pairs[-n_eval:]}
+    for name, part in parts.items():
+        for side, lang in enumerate(("de", "en")):
+            with gzip.open(folder / f"{name}.{lang}.gz", "wt", encoding="utf-8") as handle:
+                handle.write("\n".join(pair[side] for pair in part) + "\n")
+
+
+def run(benchmark, data_dir: Path, results: Path, *extra: str) -> Path:
+    threads = torch.get_num_threads()
+    try:  # main() sets the torch thread count; restore it for the other tests
+        return benchmark.main(["--data-dir", str(data_dir), "--results-dir", str(results), "--run", "tiny",
+                               *TINY, *extra])
+    finally:
+        torch.set_num_threads(threads)
+
+
+@pytest.fixture(scope="module")
+def finished(tmp_path_factory):
+    """One run of all three pipelines, seed 0, and its printed log."""
+    folder = tmp_path_factory.mktemp("multi30k")
+    write_multi30k_style(folder)
+    benchmark = _load("real_data")
+    results = folder / "results"
+    import contextlib
+    import io
+
+    log = io.StringIO()
+    with contextlib.redirect_stdout(log):
+        out = run(benchmark, folder, results, "--seeds", "0")
+    return benchmark, folder, out, log.getvalue()
+
+
+def test_three_pipelines_interleaved_with_a_results_file_each(finished):
+    _, _, out, log = finished
+    records = {p.stem: json.loads(p.read_text()) for p in out.glob("*.json")}
+    assert set(records) == {"course-seed0", "torch_recipe-seed0", "classic-seed0"}
+    for record in records.values():
+        assert record["complete"] and record["seed"] == 0 and record["threads"] == 1
+        assert [row["epoch"] for row in record["epochs"]] == [1, 2]
+        assert {"commit", "machine", "settings", "started", "parameters"} <= set(record)
+        for row in record["epochs"]:
+            assert row["step"] > 0 and row["tokens_per_s"] > 0 and row["train_seconds"] > 0
+            for split in ("valid", "test"):
+                scores = row[split]
+                assert all(0.0 <= scores[k] <= 100.0 for k in ("bleu", "bleu_lc", "bleu_tok_lc"))
+                assert "case:lc" in scores["signatures"]["bleu_lc"] and "tok:none" in scores["signatures"]["bleu_tok_lc"]
+                assert 0.0 <= scores["unk_share"] <= 1.0 and scores["sentences"] == 8
+    order = [line.split()[4] for line in log.splitlines() if line.startswith("seed 0 epoch")]
+    assert order == ["course", "torch_recipe", "classic", "classic", "torch_recipe", "course"]
+    assert records["classic-seed0"]["lowercased_output"] and not records["course-seed0"]["lowercased_output"]
+
+
+def test_a_finished_seed_is_skipped(finished, capsys):
+    benchmark, folder, out, _ = finished
+    before = {p.name: p.read_text() for p in out.glob("*.json")}
+    run(benchmark, folder, out.parent, "--seeds", "0")
+    assert "seed 0: complete, skipped" in capsys.readouterr().out
+    assert {p.name: p.read_text() for p in out.glob("*.json")} == before
+
+
+def test_a_pipeline_alone_gives_the_same_results(finished, tmp_path):
+    """Each pipeline keeps its own random state: running the classic one alone changes none of its numbers."""
+    benchmark, folder, out, _ = finished
+    alone = run(benchmark, folder, tmp_path, "--seeds", "0", "--pipelines", "classic")
+    strip = lambda rows: [{k: v for k, v in r.items() if "seconds" not in k and k != "tokens_per_s"}  # noqa: E731
+                          for r in rows]
+    for split_rows in (json.loads((alone / "classic-seed0.json").read_text())["epochs"],):
+        assert [(r["step"], r["train_loss"], r["test"]["bleu_lc"]) for r in strip(split_rows)] == [
+            (r["step"], r["train_loss"], r["test"]["bleu_lc"])
+            for r in strip(json.loads((out / "classic-seed0.json").read_text())["epochs"])]
+
+
+def test_unknown_pipeline_is_one_clear_error(capsys):
+    benchmark = _load("real_data")
+    with pytest.raises(SystemExit):
+        benchmark.parse_args(["--data-dir", ".", "--pipelines", "course,nope"])
+    assert "--pipelines: unknown ['nope']" in capsys.readouterr().err
+
+
+def test_classic_batches_follow_the_rule():
+    pipelines = _load("pipelines")
+    gen = torch.Generator().manual_seed(0)
+    src = torch.randint(1, 40, (3000,), generator=gen).tolist()
+    tgt = torch.randint(1, 40, (3000,), generator=gen).tolist()
+    sampler = pipelines.ClassicBatchSampler(src, tgt, max_tokens=4000, seed=1)
+    sampler.set_epoch(3)
+    batches = sampler.batches()
+    assert sorted(i for b in batches for i in b) == list(range(3000))  # every pair once
+    for batch in batches:
+        longest = max(max(src[i], tgt[i]) + 2 for i in batch)
+        assert longest * len(batch) <= 4000 or len(batch) == 1
+    # a batch closes only when the next pair would pass the limit: merging neighbours in sorted order overflows
+    assert len(batches) < 3000 * 41 / 4000 * 1.6
+
+
+def _record(pipeline: str, seed: int, valid: list[float], test: list[float], complete: bool = True) -> dict:
+    rows = [{"epoch": e, "step": 10 * e, "train_seconds": 5.0, "train_cpu_seconds": 9.0, "tokens_per_s": 100.0,
+             "valid": {"bleu": v, "bleu_lc": v, "bleu_tok_lc": v, "unk_share": 0.0, "signatures": {"bleu_lc": "lc"}},
+             "test": {"bleu": t, "bleu_lc": t, "bleu_tok_lc": t, "unk_share": 0.01, "signatures": {"bleu_lc": "lc"}}}
+            for e, (v, t) in enumerate(zip(valid, test, strict=True), 1)]
+    return {"pipeline": pipeline, "seed": seed, "commit": "abc", "started": "2026-11-25T00:00:00", "parameters": 5,
+            "machine": {"cpu": "cpu", "cores": 2, "torch": "2"}, "lowercased_output": pipeline == "classic",
+            "settings": {"course_flags": [], "args": {"epochs": len(rows), "threads": 2, "data_dir": "d",
+                                                       "splits": ["a", "b", "c"]}},
+            "epochs": rows, "complete": complete}
+
+
+def test_report_chooses_the_epoch_on_validation_and_reports_test_there(tmp_path):
+    report = _load("report")
+    # validation peaks at epoch 2 while test peaks at epoch 3: the report must take epoch 2's test score
+    rs = [_record("course", s, [10, 30 + s, 20], [11, 21 + s, 40]) for s in range(3)]
+    assert [report.chosen_epoch(r) for r in rs] == [2, 2, 2]
+    table = report.final_table({"course": rs})
+    assert "| 2, 2, 2 | 22.0 ± 1.0 (21.0–23.0) |" in table
+    assert "40.0 ± 0.0 (40.0–40.0)" in table  # the last epoch, reported as such
+
+
+def test_report_statistics_and_comparison():
+    report = _load("report")
+    s = report.summary([1.0, 2.0, 3.0])
+    assert (s["mean"], s["sd"], s["min"], s["max"], s["n"]) == (2.0, 1.0, 1.0, 3.0, 3)
+    assert report.fmt(report.summary([37.5])) == "37.5 (1 seed)"
+    course = [_record("course", s, [1, 2, 3], [10, 20, 33]) for s in range(3)]
+    classic = [_record("classic", s, [1, 2, 3], [12, 18, 30]) for s in range(3)]
+    sentence = report.comparison({"course": course, "classic": classic})
+    assert "+3.0 lower-cased test BLEU" in sentence and "from epoch 2 on" in sentence
+    unfinished = [_record("course", 0, [1, 2, 3], [10, 20, 33], complete=False)]
+    assert report.comparison({"course": unfinished, "classic": classic}) == ""  # no claim without finished seeds
+
+
+def test_report_score_at_equal_training_time():
+    report = _load("report")
+    record = _record("course", 0, [1, 2, 3], [10, 20, 30])
+    assert report.score_at_time(record, 10.0) == 20  # two epochs of 5 s fit
+    assert report.score_at_time(record, 9.9) == 10
+    assert report.score_at_time(record, 1.0) == 0.0
+
+
+def test_generated_prose_matches_the_results_files():
+    """README's real-data block, notebook 14's and benchmarks/README.md equal what report.py makes of the files."""
+    report = _load("report")
+    stale = [str(path.relative_to(report.ROOT)) for path, text in report.expected().items()
+             if not path.exists() or path.read_text(encoding="utf-8") != text]
+    assert not stale, f"out of date with benchmarks/results: {stale}; run python benchmarks/report.py"

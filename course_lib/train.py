@@ -39,6 +39,16 @@ import torch.distributed
 
 from . import data, distributed, loading
 from .checkpoint import CheckpointError, read_checkpoint, save_checkpoint
+from .cli_common import (
+    OneLineParser,
+    UsageError,
+    _budget,
+    _non_negative_int,
+    _positive_float,
+    _positive_int,
+    _probability,
+    subword_tokenizers,
+)
 from .evaluation import evaluate_translation
 from .loading import make_eval_loader, make_train_loader, unknown_rate
 from .model import Transformer, TransformerConfig
@@ -51,57 +61,6 @@ DEFAULT_OUTPUT = "runs/toy_de_en.pt"
 RECIPE_OPTIONS = {"warmup": "warmup_steps", "lr_factor": "lr_factor", "peak_lr": "peak_lr", "lr_decay": "lr_decay",
                   "batch_size": "batch_size", "batch_tokens": "batch_tokens", "dropout": "dropout", "min_freq": "min_freq",
                   "tie_embeddings": "tie_embeddings"}
-
-
-class UsageError(Exception):
-    """A mistake in the command line or its input files: reported as one line, exit status 2."""
-
-
-class OneLineParser(argparse.ArgumentParser):
-    """An ``ArgumentParser`` whose errors are one line (``prog: error: message``) and exit status 2."""
-
-    def error(self, message: str):
-        self.exit(2, f"{self.prog}: error: {message} (see --help)\n")
-
-
-def _positive_int(text: str) -> int:
-    value = int(text)
-    if value <= 0:
-        raise argparse.ArgumentTypeError(f"must be a positive integer, got {text}")
-    return value
-
-
-def _non_negative_int(text: str) -> int:
-    value = int(text)
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"must be 0 or a positive integer, got {text}")
-    return value
-
-
-def _positive_float(text: str) -> float:
-    value = float(text)
-    if not value > 0:  # also rejects nan
-        raise argparse.ArgumentTypeError(f"must be a positive number, got {text}")
-    return value
-
-
-def _budget(text: str) -> float:
-    value = float(text)
-    if not value >= 0:
-        raise argparse.ArgumentTypeError(f"must be a positive number of seconds (0 = no limit), got {text}")
-    return value
-
-
-def _probability(text: str) -> float:
-    value = float(text)
-    if not 0.0 <= value < 1.0:
-        raise argparse.ArgumentTypeError(f"must be in [0, 1), got {text}")
-    return value
-
-
-# argparse names the type in "invalid <name> value: 'abc'"
-_positive_int.__name__, _non_negative_int.__name__ = "positive integer", "non-negative integer"
-_positive_float.__name__, _budget.__name__, _probability.__name__ = "positive number", "number", "probability"
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -219,18 +178,6 @@ def learn_subwords(train_tokens, merges: int):
                 SubwordTokenizer.train([t for _, t in train_tokens], merges))
     except ImportError as exc:
         raise UsageError(str(exc)) from None
-
-
-def subword_tokenizers(train_config: dict):
-    """The (source, target) subword tokenizers saved in a checkpoint's ``train_config``, or None."""
-    if not train_config.get("src_subword_merges"):
-        return None
-    try:
-        from .subword import SubwordTokenizer
-    except ImportError as exc:
-        raise UsageError(str(exc)) from None
-    return (SubwordTokenizer.from_merges(train_config["src_subword_merges"]),
-            SubwordTokenizer.from_merges(train_config["tgt_subword_merges"]))
 
 
 def load_splits(args) -> dict[str, list[tuple[str, str]]]:

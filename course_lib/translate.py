@@ -21,9 +21,9 @@ import sys
 from collections.abc import Sequence
 
 from .checkpoint import CheckpointError, load_checkpoint
+from .cli_common import OneLineParser, UsageError, _positive_int, subword_tokenizers
 from .decoding import translate_sentences
 from .tokenization import Tokenizer, Vocab
-from .train import OneLineParser, UsageError, _positive_int, subword_tokenizers
 from .utils import configure_threads, get_device
 
 

@@ -203,6 +203,7 @@ def run_seed(seed, args, course_flags, files, references, tokenizer, device, fol
             "parameters": p.num_parameters(), "lowercased_output": p.lowercased_output,
             "unknown_words": {split: {"src": rate[0], "tgt": rate[1]} for split, rate in p.unknown.items()},
             "epochs_planned": args.epochs, "epochs": [], "complete": False,
+            "interleaved_with": sorted(q.name for q in pipelines if q is not p),
         }
     for epoch in range(1, args.epochs + 1):
         order = pipelines if epoch % 2 == 1 else pipelines[::-1]

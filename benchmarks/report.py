@@ -114,6 +114,14 @@ def score_at_time(record: dict, seconds: float, split: str = "test", clock: str 
     return best
 
 
+def interleaved(record: dict, other: str) -> bool:
+    """Whether ``record``'s training alternated with pipeline ``other``'s in one process (so their seconds compare).
+
+    Records written before the field existed ran all pipelines of their seed together.
+    """
+    return other in record.get("interleaved_with", PIPELINE_NAMES)
+
+
 # ----------------------------------------------------------------------------- rendering
 
 def run_header(run: str, pipelines: dict[str, list[dict]]) -> str:
@@ -183,7 +191,8 @@ def time_table(pipelines: dict[str, list[dict]]) -> str:
     if not names:
         return ""
     lines = ["| pipeline | training s per epoch (wall) | CPU s per epoch | tokens/s | "
-             + ("test BLEU within the classic recipe's training time |" if "classic" in names else "|"),
+             + ("test BLEU within the classic recipe's training time (same seed, same run) |"
+                if "classic" in names else "|"),
              "|---|---|---|---|" + ("---|" if "classic" in names else "")]
     for p in names:
         rs = complete(pipelines[p])
@@ -192,7 +201,8 @@ def time_table(pipelines: dict[str, list[dict]]) -> str:
         tps = summary([r["epochs"][i]["tokens_per_s"] for r in rs for i in range(len(r["epochs"]))])
         cell = ""
         if "classic" in names:
-            budgets = {r["seed"]: cumulative_seconds(r)[-1] for r in complete(pipelines["classic"])}
+            budgets = {r["seed"]: cumulative_seconds(r)[-1] for r in complete(pipelines["classic"])
+                       if p == "classic" or interleaved(r, p)}
             same = [r for r in rs if r["seed"] in budgets]
             cell = fmt(summary([score_at_time(r, budgets[r["seed"]]) for r in same])) + " |" if same else " |"
         lines.append(f"| {PIPELINE_SHORT[p]} | {per_epoch['mean']:.0f} ({per_epoch['min']:.0f}–{per_epoch['max']:.0f}) | "

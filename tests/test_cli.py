@@ -231,3 +231,22 @@ def test_report_scores_the_raw_reference_lines():
     assert raw.references == ["A man in a black t-shirt is playing drums."]
     assert joined.references == [raw.hypotheses[0]] and joined.bleu_lc == pytest.approx(100.0)
     assert raw.bleu_lc < 100.0 and raw.bleu < raw.bleu_lc  # and case counts only in the cased score
+
+
+def test_translate_output_scored_against_the_file_equals_the_commands_bleu(tmp_path, capsys):
+    """One BLEU: train's reported test BLEU is sacreBLEU of translate's output against the raw test lines."""
+    from sacrebleu.metrics import BLEU
+
+    from course_lib.data import load_toy_corpus
+
+    out = tmp_path / "m.pt"
+    code, _, err = run_train([*TINY, "--max-steps", "30", "--output", str(out)], capsys)
+    assert code == 0, err
+    metrics = torch.load(out, weights_only=True)["metrics"]
+    test = load_toy_corpus("test")[:8]  # TINY's --max-eval-pairs 8
+    assert translate_cli.main([str(out), *[source for source, _ in test]]) == 0
+    outputs = capsys.readouterr().out.splitlines()
+    references = [[target for _, target in test]]
+    assert BLEU().corpus_score(outputs, references).score == pytest.approx(metrics["test_bleu_greedy"])
+    lower = BLEU(lowercase=True).corpus_score(outputs, references).score
+    assert lower == pytest.approx(metrics["test_bleu_lc_greedy"])

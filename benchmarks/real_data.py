@@ -29,19 +29,16 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
-import platform
-import subprocess
 import sys
 import time
 import warnings
-from datetime import datetime, timezone
 from pathlib import Path
 
 import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from pipelines import PIPELINES, ClassicPipeline, CourseData, CourseRecipePipeline
+from results_io import git_commit, machine, now, write_atomic
 
 from course_lib import data
 from course_lib import train as cli
@@ -92,33 +89,6 @@ def parse_args(argv):
     return args, course_flags
 
 
-def machine() -> dict:
-    """What ran the benchmark (figures from different machines or days are not comparable in seconds)."""
-    cpu = platform.processor() or platform.machine()
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                cpu = line.split(":", 1)[1].strip()
-                break
-    except OSError:
-        pass
-    return {"cpu": cpu, "cores": os.cpu_count(), "python": platform.python_version(), "torch": torch.__version__,
-            "platform": platform.platform()}
-
-
-def git_commit() -> str:
-    """The checkout's commit, with ``+dirty`` when tracked files differ from it."""
-    root = Path(__file__).resolve().parent.parent
-    try:
-        commit = subprocess.run(["git", "rev-parse", "HEAD"], cwd=root, capture_output=True, text=True,
-                                check=True).stdout.strip()
-        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=root,
-                               capture_output=True, text=True, check=True).stdout.strip()
-        return commit + ("+dirty" if dirty else "")
-    except (OSError, subprocess.CalledProcessError):
-        return "unknown"
-
-
 def run_name(args, course_flags) -> str:
     if args.run:
         return args.run
@@ -131,13 +101,6 @@ def settings_key(args, course_flags) -> dict:
     keep = {k: v for k, v in vars(args).items() if k not in ("seeds", "pipelines", "force", "run", "results_dir")}
     keep["data_dir"] = Path(args.data_dir).name
     return {"args": keep, "course_flags": list(course_flags)}
-
-
-def write_atomic(path: Path, record: dict) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(".json.tmp")
-    tmp.write_text(json.dumps(record, indent=1) + "\n")
-    tmp.replace(path)
 
 
 def is_complete(path: Path, key: dict) -> bool:
@@ -198,7 +161,7 @@ def run_seed(seed, args, course_flags, files, references, tokenizer, device, fol
               f"{args.src_lang}, {100 * p.unknown['test'][1]:.1f}% {args.tgt_lang}", flush=True)
         records[p.name] = {
             "benchmark": "real_data", "format": FORMAT, "run": folder.name, "pipeline": p.name, "seed": seed,
-            "commit": git_commit(), "started": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+            "commit": git_commit(), "started": now(),
             "machine": machine(), "threads": args.threads, "settings": key, "description": p.description,
             "parameters": p.num_parameters(), "lowercased_output": p.lowercased_output,
             "unknown_words": {split: {"src": rate[0], "tgt": rate[1]} for split, rate in p.unknown.items()},
@@ -218,7 +181,7 @@ def run_seed(seed, args, course_flags, files, references, tokenizer, device, fol
             record = records[p.name]
             record["epochs"].append(row)
             record["complete"] = epoch == args.epochs
-            record["updated"] = datetime.now(timezone.utc).isoformat(timespec="seconds")
+            record["updated"] = now()
             write_atomic(folder / f"{p.name}-seed{seed}.json", record)
             print(f"seed {seed} epoch {epoch:2d}  {p.name:12s} step {row['step']:5d}  train {row['train_seconds']:7.1f}s  "
                   f"{row['tokens_per_s']:7.0f} tok/s  loss {row['train_loss']:.3f}  BLEU lc valid "

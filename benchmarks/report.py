@@ -268,7 +268,54 @@ def render_benchmarks_readme(runs) -> str:
         out.append("No results yet.\n")
     for run, pipelines in sorted(runs.items()):
         out.append(render_run(run, pipelines))
+    out.append(render_throughput(load_records("throughput")))
+    out.append(render_time_to_bleu(load_records("time_to_bleu")))
     return "\n".join(out).rstrip("\n") + "\n"
+
+
+def load_records(benchmark: str) -> list[dict]:
+    """Every results file of ``benchmarks/results/BENCHMARK/`` (throughput, time_to_bleu), oldest first."""
+    folder = RESULTS.parent / benchmark
+    return [json.loads(p.read_text()) for p in sorted(folder.glob("*.json"))]
+
+
+def render_throughput(records: list[dict]) -> str:
+    lines = ["## Throughput: `benchmarks/throughput.py`", "",
+             "Training and inference tokens per second of the two implementations on the same synthetic batches, "
+             "alternating in short blocks in one process. A ratio compares runs of the same file only.", ""]
+    if not records:
+        return "\n".join([*lines, "No results files yet.", ""])
+    lines += ["| date | commit | size | threads | output layer (ours / torch) | train ours/torch (median of rounds) "
+              "| inference ours/torch |", "|---|---|---|---|---|---|---|"]
+    for r in records:
+        res, args = r["results"], r["arguments"]
+        tied = r.get("tied_output", {})
+        layer = f"{'tied' if tied.get('ours') else 'untied'} / {'tied' if tied.get('torch') else 'untied'}"
+        cells = [f"{res[phase]['ratio']:.2f}x ({res[phase]['median_round_ratio']:.2f}x)" if phase in res else "—"
+                 for phase in ("train", "eval")]
+        lines.append(f"| {r['started'][:10]} | {r['commit'][:7]} | {args['size']} | {r['threads']} | {layer} | "
+                     f"{cells[0]} | {cells[1]} |")
+    return "\n".join(lines) + "\n"
+
+
+def render_time_to_bleu(records: list[dict]) -> str:
+    lines = ["## Time to BLEU on the toy corpus: `benchmarks/time_to_bleu.py`", "",
+             "Training seconds until the validation BLEU first reaches 90 and 97, both models alternating epoch by "
+             "epoch in one process. BLEU is checked every `--eval-every` seconds, so each time is known only to "
+             "that resolution, and ratios within one or two checks of 1.0x mean parity.", ""]
+    if not records:
+        return "\n".join([*lines, "No results files yet.", ""])
+    lines += ["| date | commit | seed | clock | threads | check every | course t(97) | nn.Transformer t(97) | "
+              "ratio nn.Transformer / course |", "|---|---|---|---|---|---|---|---|---|"]
+    for r in records:
+        args = r["arguments"]
+        by_name = {x["name"]: x for x in r["results"]}
+        ours, theirs = by_name.get("course_lib", {}), by_name.get("nn.Transformer", {})
+        t_ours, t_theirs = ours.get("t97", float("nan")), theirs.get("t97", float("nan"))
+        ratio = t_theirs / t_ours if t_ours and t_ours == t_ours and t_theirs == t_theirs else float("nan")
+        lines.append(f"| {r['started'][:10]} | {r['commit'][:7]} | {r['seed']} | {args['clock']} | {r['threads']} | "
+                     f"{args['eval_every']:g} s | {t_ours:.1f} s | {t_theirs:.1f} s | {ratio:.2f}x |")
+    return "\n".join(lines) + "\n"
 
 
 def headline(runs, audience: str) -> str:

@@ -39,9 +39,13 @@ import sys
 import time
 import warnings
 from collections.abc import Callable
+from pathlib import Path
 
 import torch
 from torch import nn
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import results_io
 
 from course_lib.embeddings import sinusoidal_table
 from course_lib.masks import causal_mask
@@ -246,6 +250,9 @@ def parse_args(argv):
     parser.add_argument("--unfused", action="store_true",
                         help="our written-out attention and LayerNorm instead of the fused kernels")
     parser.add_argument("--profile", action="store_true", help="print a torch.profiler table per model and exit")
+    parser.add_argument("--record", metavar="PATH",
+                        help="results file (default: benchmarks/results/throughput/<UTC time>-<size>.json)")
+    parser.add_argument("--no-record", action="store_true", help="write no results file")
     return parser.parse_args(argv)
 
 
@@ -293,6 +300,13 @@ def main(argv: list[str] | None = None) -> dict:
         )
     busy = hasattr(os, "getloadavg") and os.getloadavg()[0] > (os.cpu_count() or 1)
     print(f"load average at the end {_load()}" + (": other processes competed for the CPU" if busy else ""))
+    if not args.no_record:
+        record = {**results_io.header("throughput", vars(args), threads), "results": results,
+                  "parameters": {"ours": ours.num_parameters(), "torch": sum(p.numel() for p in ref.parameters())},
+                  "tied_output": {"ours": config.tie_embeddings, "torch": False}, "load_average_at_end": _load()}
+        path = Path(args.record) if args.record else results_io.default_path("throughput", args.size)
+        results_io.write_atomic(path, record)
+        print(f"results file: {path}")
     return results
 
 

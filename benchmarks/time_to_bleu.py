@@ -25,9 +25,13 @@ import math
 import sys
 import time
 import warnings
+from pathlib import Path
 
 import torch
 from torch import nn
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import results_io
 
 from course_lib import data
 from course_lib.embeddings import SinusoidalPositionalEncoding, TokenEmbedding
@@ -147,6 +151,9 @@ def main(argv=None) -> list[dict]:
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--clock", choices=("wall", "process"), default="wall")
     parser.add_argument("--valid-pairs", type=int, help="score only the first N validation pairs (smoke tests)")
+    parser.add_argument("--record", metavar="PATH",
+                        help="results file (default: benchmarks/results/time_to_bleu/<UTC time>-seedN.json)")
+    parser.add_argument("--no-record", action="store_true", help="write no results file")
     args = parser.parse_args(argv)
     warnings.filterwarnings("ignore", message="The PyTorch API of nested tensors")  # nn.Transformer's eval fast path
     configure_threads(args.threads)
@@ -174,6 +181,13 @@ def main(argv=None) -> list[dict]:
     for r in results:
         print(f"{r['name']:15s} {r['params']:8d} {r['t90']:10.1f}s {r['t97']:10.1f}s {r['final_bleu']:10.2f} "
               f"{r['tokens_per_s']:9.0f}")
+    if not args.no_record:
+        record = {**results_io.header("time_to_bleu", vars(args), args.threads), "seed": args.seed,
+                  "results": results, "points": {run.name: run.probe.points for run in runs},
+                  "points_columns": ["seconds", "step", "valid_bleu", "exact_match", "tokens"]}
+        path = Path(args.record) if args.record else results_io.default_path("time_to_bleu", f"seed{args.seed}")
+        results_io.write_atomic(path, record)
+        print(f"results file: {path}")
     if len(results) == 2:
         ours, theirs = results
         print(f"ratio nn.Transformer / course_lib: time to BLEU 90 {theirs['t90'] / ours['t90']:.2f}x, "

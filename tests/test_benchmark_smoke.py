@@ -15,12 +15,14 @@ def _load_benchmark():
     return module
 
 
-def test_benchmark_main_runs_two_steps(capsys):
+def test_benchmark_main_runs_two_steps(capsys, tmp_path):
     torch.manual_seed(0)
     benchmark = _load_benchmark()
     threads = torch.get_num_threads()
+    record = tmp_path / "throughput.json"
     try:  # main() sets the torch thread count; restore it for the other tests
-        results = benchmark.main(["--steps", "2", "--block", "1", "--warmup", "1", "--batch-size", "4", "--threads", "1"])
+        results = benchmark.main(["--steps", "2", "--block", "1", "--warmup", "1", "--batch-size", "4", "--threads", "1",
+                                  "--record", str(record)])
     finally:
         torch.set_num_threads(threads)
     assert set(results) == {"train", "eval"}
@@ -29,6 +31,11 @@ def test_benchmark_main_runs_two_steps(capsys):
         assert results[phase]["rounds"] == 2
     out = capsys.readouterr().out
     assert "ours/torch" in out and "train" in out and "eval" in out
+    import json
+
+    saved = json.loads(record.read_text())
+    assert saved["benchmark"] == "throughput" and saved["results"]["train"]["ratio"] == results["train"]["ratio"]
+    assert {"commit", "machine", "threads", "arguments", "started"} <= set(saved)
 
 
 def test_benchmark_models_compute_the_same_function():
@@ -79,17 +86,19 @@ def _load(name: str):
     return module
 
 
-def test_time_to_bleu_interleaves_the_two_models(capsys):
+def test_time_to_bleu_interleaves_the_two_models(capsys, tmp_path):
     benchmark = _load("time_to_bleu")
     threads = torch.get_num_threads()
     try:
-        results = benchmark.main(["--budget", "2", "--eval-every", "1", "--threads", "1", "--valid-pairs", "20"])
+        results = benchmark.main(["--budget", "2", "--eval-every", "1", "--threads", "1", "--valid-pairs", "20",
+                                  "--record", str(tmp_path / "t.json")])
     finally:
         torch.set_num_threads(threads)
     assert [r["name"] for r in results] == ["course_lib", "nn.Transformer"]
     assert all(r["tokens_per_s"] > 0 and r["seconds"] > 0 for r in results)
     out = capsys.readouterr().out
     assert "ratio nn.Transformer / course_lib" in out and "target tokens" in out  # the recipe's token batches
+    assert (tmp_path / "t.json").is_file()
 
 
 def test_throughput_benchmark_has_the_real_size(capsys):
@@ -97,7 +106,7 @@ def test_throughput_benchmark_has_the_real_size(capsys):
     threads = torch.get_num_threads()
     try:
         results = benchmark.main(["--size", "real", "--steps", "1", "--block", "1", "--warmup", "1",
-                                  "--batch-size", "2", "--threads", "1", "--no-eval"])
+                                  "--batch-size", "2", "--threads", "1", "--no-eval", "--no-record"])
     finally:
         torch.set_num_threads(threads)
     assert results["train"]["ours"] > 0 and results["train"]["torch"] > 0

@@ -10,7 +10,8 @@ are to be read from ``valid`` only; ``benchmarks/report.py`` does so and reports
 
 Order: pipelines alternate (A B C in odd epochs, C B A in even ones), so a change in the machine's load
 hits all alike. Clocks: ``train_seconds`` is wall-clock training time (evaluation excluded),
-``train_cpu_seconds`` the process's CPU time over the same span (steadier on a busy machine).
+``train_cpu_seconds`` the process's CPU time over the same span (steadier on a busy machine);
+``load_average`` (1 minute, after the epoch) above the thread count means other work competed.
 Training tokens count the real target tokens of the batches.
 
 Results: ``benchmarks/results/real_data/RUN/PIPELINE-seedN.json``, rewritten after every epoch
@@ -29,6 +30,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 import time
 import warnings
@@ -176,6 +178,7 @@ def run_seed(seed, args, course_flags, files, references, tokenizer, device, fol
             row["train_seconds"] = round(time.perf_counter() - wall, 2)
             row["train_cpu_seconds"] = round(time.process_time() - cpu, 2)
             row["tokens_per_s"] = round(row["tokens"] / row["train_seconds"], 1)
+            row["load_average"] = round(os.getloadavg()[0], 2) if hasattr(os, "getloadavg") else None  # > threads: disturbed
             row.update(evaluate(p, references, tokenizer))
             row["epoch"] = epoch
             record = records[p.name]

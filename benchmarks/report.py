@@ -5,7 +5,9 @@ and writes
 
 * ``benchmarks/README.md``: every run, epoch by epoch, validation and test, mean ± s.d. over seeds;
 * the block between ``<!-- results:begin real-data -->`` and ``<!-- results:end -->`` in ``README.md``;
-* the same kind of block in notebook 14's markdown (``<!-- results:begin nb14 -->``).
+* the same kind of block in notebook 14's markdown (``<!-- results:begin nb14 -->``), and its sentences
+  about the corpus (``nb14-corpus``, ``nb14-rare``, ``nb14-subwords``, ``nb14-tied``) from
+  ``benchmarks/results/corpus_facts/multi30k.json`` (``benchmarks/corpus_facts.py``).
 
 Rules it follows: every figure is a mean over the seeds that finished (their number is shown, with the
 standard deviation and the range); choices (the best epoch) are made on the validation split and the
@@ -349,6 +351,53 @@ def headline(runs, audience: str) -> str:
     return "\n".join(lines) + "\n"
 
 
+def corpus_blocks() -> dict[str, str]:
+    """Notebook 14's sentences and table about the corpus, from ``benchmarks/results/corpus_facts/multi30k.json``."""
+    path = RESULTS.parent / "corpus_facts" / "multi30k.json"
+    if not path.is_file():
+        missing = "(run `benchmarks/corpus_facts.py`: no results file yet)\n"
+        return dict.fromkeys(("nb14-corpus", "nb14-rare", "nb14-subwords", "nb14-tied"), missing)
+    f = json.loads(path.read_text())["facts"]
+    toy, words, pieces, model = f["toy"], f["words"], f.get("subwords"), f["tutorial_model"]
+    pct = lambda x: f"{100 * x:.0f}%"  # noqa: E731
+    unk = words["unknown"]["test"]
+    toy_unk = toy["words_min_freq_1"]["unknown_test"]
+    blocks = {"nb14-corpus": (
+        "| | toy corpus | Multi30k |\n|---|---|---|\n"
+        f"| training pairs | {toy['train_pairs']:,} | {f['train_pairs']:,} |\n"
+        f"| words seen only once (German / English) | {pct(toy['singleton_share']['src'])} / "
+        f"{pct(toy['singleton_share']['tgt'])} | {pct(f['singleton_share']['src'])} / {pct(f['singleton_share']['tgt'])} |\n"
+        f"| vocabulary (German / English; Multi30k with `min_freq` 2) | {toy['words_min_freq_1']['vocab']['src']:,} / "
+        f"{toy['words_min_freq_1']['vocab']['tgt']:,} | {words['vocab']['src']:,} / {words['vocab']['tgt']:,} |\n"
+        f"| test tokens that become `<unk>` (German / English) | {100 * toy_unk['src']:.1f}% / {100 * toy_unk['tgt']:.1f}% | "
+        f"{100 * unk['src']:.1f}% / {100 * unk['tgt']:.1f}% |\n"
+        f"| a model size that trains well on it | {toy['default_model_parameters'] / 1e6:.1f} M parameters (the default) | "
+        f"{model['parameters_tied'] / 1e6:.1f} M (`d_model` 256, 3+3 layers, shared output matrix) |\n"
+        "| one epoch on 2 CPU cores | seconds | minutes (see the last section) |\n")}
+    shrink = 1 - words["vocab"]["tgt"] / words["vocab_min_freq_1"]["tgt"]
+    blocks["nb14-rare"] = (
+        f"On Multi30k, {pct(f['singleton_share']['src'])} of the German words and {pct(f['singleton_share']['tgt'])} "
+        f"of the English ones occur once in the training split. With `min_freq` 2 they become `<unk>`, which shrinks "
+        f"the English vocabulary (and so the output layer) by {pct(shrink)} but leaves {100 * unk['src']:.1f}% of the "
+        f"German test tokens unknown.\n")
+    if pieces:
+        longer = pieces["mean_target_length"] / words["mean_target_length"] - 1
+        punk = pieces["unknown"]["test"]
+        blocks["nb14-subwords"] = (
+            f"Measured on Multi30k with {pieces['merges']:,} merges: vocabularies of {pieces['vocab']['src']:,} / "
+            f"{pieces['vocab']['tgt']:,} pieces, {100 * punk['src']:.2f}% / {100 * punk['tgt']:.2f}% unknown test tokens "
+            f"instead of {100 * unk['src']:.1f}% / {100 * unk['tgt']:.1f}%, for targets {pct(longer)} longer "
+            f"({pieces['mean_target_length']:.1f} pieces per sentence instead of {words['mean_target_length']:.1f} words).\n")
+    else:
+        blocks["nb14-subwords"] = "(no subword facts in the results file)\n"
+    removed = model["parameters_untied"] - model["parameters_tied"]
+    blocks["nb14-tied"] = (
+        f"At the tutorial size on Multi30k the shared matrix saves `d_model` × {words['vocab']['tgt']:,} = {removed / 1e6:.1f} M "
+        f"of the {model['parameters_untied'] / 1e6:.1f} M weights: fewer weights for {f['train_pairs']:,} sentences "
+        "to fit.\n")
+    return blocks
+
+
 # ----------------------------------------------------------------------------- writing
 
 def replace_block(text: str, name: str, body: str) -> str:
@@ -358,21 +407,24 @@ def replace_block(text: str, name: str, body: str) -> str:
     return pattern.sub(lambda m: m.group(1) + body + m.group(2), text, count=1)
 
 
-def notebook_with_block(nb: dict, body: str) -> dict:
-    for cell in nb["cells"]:
-        text = "".join(cell["source"])
-        if cell["cell_type"] == "markdown" and f"<!-- results:begin {MARKERS['notebook']} -->" in text:
-            new = replace_block(text, MARKERS["notebook"], body)
-            cell["source"] = [line for line in new.splitlines(keepends=True)]
-            return nb
-    raise ValueError(f"{NOTEBOOK.name}: no markdown cell with '<!-- results:begin {MARKERS['notebook']} -->'")
+def notebook_with_blocks(nb: dict, blocks: dict[str, str]) -> dict:
+    """``nb`` with each ``<!-- results:begin NAME -->`` block of its markdown cells replaced by ``blocks[NAME]``."""
+    for name, body in blocks.items():
+        for cell in nb["cells"]:
+            text = "".join(cell["source"])
+            if cell["cell_type"] == "markdown" and f"<!-- results:begin {name} -->" in text:
+                cell["source"] = replace_block(text, name, body).splitlines(keepends=True)
+                break
+        else:
+            raise ValueError(f"{NOTEBOOK.name}: no markdown cell with '<!-- results:begin {name} -->'")
+    return nb
 
 
 def expected(root: Path = RESULTS) -> dict[Path, str]:
     """What each generated file should contain now."""
     runs = load_runs(root)
     nb = json.loads(NOTEBOOK.read_text(encoding="utf-8"))
-    nb = notebook_with_block(nb, headline(runs, "notebook"))
+    nb = notebook_with_blocks(nb, {MARKERS["notebook"]: headline(runs, "notebook"), **corpus_blocks()})
     return {
         BENCH_README: render_benchmarks_readme(runs),
         README: replace_block(README.read_text(encoding="utf-8"), MARKERS["readme"], headline(runs, "readme")),

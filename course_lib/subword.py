@@ -8,14 +8,18 @@ Python; here the same algorithm runs in ``tokenizers``' Rust BPE trainer, which 
 29,000-sentence corpus in about a second where the readable version needs minutes.
 
 Conventions shared with :mod:`course_lib.bpe`: words come from the course's spaCy tokenizer; each word is
-spelled as its characters followed by an end-of-word marker that is a symbol of its own (passed to
-``tokenizers`` as the control character U+001F, which sorts before every letter as the course's
-``"</w>"`` does, and shown as ``"</w>"``); merges are learned greedily by pair frequency, a pair seen
-fewer than ``min_count`` times is never merged, and a word is cut by replaying the merges. The two
-implementations break ties between equally frequent pairs differently once merged symbols are
-involved (the course alphabetically, ``tokenizers`` by symbol id), so on large corpora their merge
-lists can differ in order; ``tests/test_subword.py`` checks that they learn the same merges and cut
-words the same way on the classic example of Sennrich et al. (2016).
+spelled as its characters followed by the end-of-word marker ``"</w>"`` (``course_lib.bpe.END_OF_WORD``),
+a symbol of its own, so the last piece of every word ends with ``"</w>"`` (``"Hundes"`` may become
+``["Hund", "es</w>"]``) and :func:`pieces_to_words` (called by :func:`course_lib.tokenization.detokenize`)
+glues the pieces back into words at each ``"</w>"``. Inside ``tokenizers`` the marker is written as the
+private-use character U+E000 (``MARKER``): a single character, so the Rust trainer treats it as one
+symbol, and one that real text practically never contains, so it does not collide with a real character.
+Merges and pieces are translated back to ``"</w>"`` on the way out; nothing outside this module sees it. Merges are learned greedily by pair frequency, a pair seen fewer than ``min_count``
+times is never merged, and a word is cut by replaying the merges. The two implementations can break ties
+between equally frequent pairs differently (the course alphabetically, ``tokenizers`` by its own symbol
+ids), so on large corpora their merge lists can differ in order. ``tests/test_subword.py`` checks, on the
+classic example of Sennrich et al. (2016), that ``tokenizers`` replays the course's merges exactly and
+that both trainers learn the same first merge and as many merges, and cut every training word alike.
 
 Needs the optional dependency ``tokenizers`` (``pip install course_lib[subword]``).
 """

@@ -6,10 +6,9 @@
 
 Stage 1 checks every supplied part on its own: its contract (:mod:`course_lib.parts`: shapes, dtype,
 NaN, masked positions, the future), then its numbers against the course_lib twin on random inputs
-(with the same weights where the part has weights), with a hint for mistakes we know (the bugs of
-the articles this course grew from: the doubled frequency index, the unbiased standard deviation
-with eps outside the root, embeddings scaled by the square root of the sequence length, a missing
-causal mask, inverted mask polarity, a missing 1/sqrt(d_k)).
+(:mod:`course_lib.part_compare`: weights matched by trying every assignment of the part's projections to
+the twin's roles, never by names or creation order; layers compared through their own sub-modules), with
+a hint for the mistakes we know (``tests/test_bug_catalogue.py`` lists them).
 
 Stage 2 runs only if every part passes stage 1: a short training run on the toy corpus for the
 all-course_lib model and for the model with one student part swapped in at a time; a part whose
@@ -23,12 +22,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 import torch
-import torch.nn.functional as F
 from torch import nn
 
-from .attention import MultiHeadAttention, scaled_dot_product_attention
-from .embeddings import sinusoidal_table
-from .layers import PositionwiseFeedForward
+from .part_compare import compare_part
 from .parts import PART_NAMES, PartContractError, check_part
 
 
@@ -71,184 +67,41 @@ class Diagnosis:
         return "\n".join([head, *map(str, ordered)])
 
 
-def _close(a: torch.Tensor, b: torch.Tensor, atol: float = 1e-4) -> bool:
-    return a.shape == b.shape and bool(torch.allclose(a, b, atol=atol, rtol=1e-4))
-
-
-def _max_diff(a: torch.Tensor, b: torch.Tensor) -> str:
-    return f"largest difference {float((a - b).abs().max()):.3g}"
-
-
-def _linears(module: nn.Module) -> list[nn.Linear]:
-    return [m for m in module.modules() if isinstance(m, nn.Linear)]
-
-
-def _compare_token_embedding(factory) -> str | None:
-    d_model, vocab = 16, 11
-    module = factory(vocab, d_model, 0).eval()
-    tables = [p for p in module.parameters() if p.dim() == 2 and tuple(p.shape) == (vocab, d_model)]
-    if len(tables) != 1:
-        return None  # no single (vocab, d_model) table: stage 2 judges it
-    ids = torch.randint(1, vocab, (2, 9), generator=torch.Generator().manual_seed(0))  # seq 9: sqrt 3 != sqrt 16
-    with torch.no_grad():
-        out, rows = module(ids), tables[0][ids]  # (2, 9, d_model) each
-    if _close(out, rows * math.sqrt(d_model)):
+def _likely_cause(name: str, part, norm_first: bool) -> str:
+    """For a part that broke its contract: the comparison's diagnosis, when it has a specific one."""
+    try:
+        verdict = compare_part(name, part, norm_first)
+    except Exception:  # the part crashed on the comparison inputs too: the contract's message says enough
         return ""
-    scale = float(out.norm() / rows.norm())
-    hint = ""
-    if abs(scale - math.sqrt(ids.size(-1))) < 1e-3:
-        hint = f" = sqrt(sequence length {ids.size(-1)}): scale by sqrt(d_model), not by a size of the id tensor"
-    elif abs(scale - 1.0) < 1e-3:
-        hint = ": the sqrt(d_model) scaling is missing"
-    return f"vectors are the table rows times {scale:.3f}, expected times sqrt(d_model) = {math.sqrt(d_model):.3f}{hint}"
+    if verdict.ok is False and not verdict.evidence.startswith("differs from"):
+        return f"; likely cause: {verdict.evidence}"
+    return ""
 
 
-def _compare_positional_encoding(fn) -> str | None:
-    max_len, d_model = 50, 16
-    mine, expected = fn(max_len, d_model).float(), sinusoidal_table(max_len, d_model)
-    if _close(mine, expected, atol=1e-5):
-        return ""
-    wrong = [c for c in range(d_model) if not _close(mine[:, c], expected[:, c], atol=1e-5)]
-    hints = []
-    positions = torch.arange(max_len, dtype=torch.float64)[:, None]  # (max_len, 1)
-    dims = torch.arange(0, d_model, 2, dtype=torch.float64)  # 2i
-    doubled = torch.sin(positions / 10000 ** (2 * dims / d_model)).float()  # exponent 2*(2i)/d: i counted twice
-    if _close(mine[:, 0::2], doubled, atol=1e-5):
-        hints.append("the sines use exponent 2*(2i)/d_model: the pair index i is counted twice (a loop over "
-                     "0, 2, 4, ... that then multiplies by 2 again); use 2i/d_model")
-    if any(c % 2 == 1 for c in wrong):
-        sine_freq = torch.asin(mine[1, 0::2].clamp(-1, 1).double())  # angle at position 1 = each sine's frequency
-        cosine_freq = torch.acos(mine[1, 1::2].clamp(-1, 1).double())
-        if not torch.allclose(sine_freq, cosine_freq, atol=1e-4):
-            hints.append("the cosine of a pair has a different frequency from its sine: use the same angle for both")
-    where = f"{wrong[:6]}{'...' if len(wrong) > 6 else ''}"
-    return f"table differs from the sinusoid formula in dimensions {where}" + "".join(f"; {h}" for h in hints)
-
-
-def _compare_attention(fn) -> str | None:
-    generator = torch.Generator().manual_seed(1)
-    q = torch.randn(2, 2, 4, 16, generator=generator)  # (batch, heads, q_len, d_k)
-    k = torch.randn(2, 2, 6, 16, generator=generator)
-    v = torch.randn(2, 2, 6, 5, generator=generator)
-    mask = torch.ones(2, 1, 1, 6, dtype=torch.bool)
-    mask[1, ..., 4:] = False
-    out, weights = fn(q, k, v, mask)
-    ref_out, ref_weights = scaled_dot_product_attention(q, k, v, mask)
-    if _close(out, ref_out) and _close(weights, ref_weights):
-        return ""
-    unscaled, _ = scaled_dot_product_attention(q * math.sqrt(16), k, v, mask)
-    if _close(out, unscaled):
-        return "scores are not divided by sqrt(d_k): softmax(q k^T) v instead of softmax(q k^T / sqrt(d_k)) v"
-    return f"output differs from softmax(q k^T / sqrt(d_k)) v ({_max_diff(out, ref_out)})"
-
-
-def _compare_multi_head_attention(factory) -> str | None:
-    d_model, n_heads = 16, 4
-    module = factory(d_model, n_heads).eval()
-    linears = _linears(module)
-    if len(linears) != 4 or any(tuple(m.weight.shape) != (d_model, d_model) for m in linears):
-        return None  # not four d_model x d_model projections: stage 2 judges it
-    reference = MultiHeadAttention(d_model, n_heads).eval()
-    with torch.no_grad():
-        for mine, theirs in zip(linears, (reference.q_proj, reference.k_proj, reference.v_proj, reference.out_proj),
-                                strict=True):
-            theirs.weight.copy_(mine.weight)
-            if mine.bias is None:
-                theirs.bias.zero_()
-            else:
-                theirs.bias.copy_(mine.bias)
-        generator = torch.Generator().manual_seed(2)
-        x, memory = torch.randn(2, 5, d_model, generator=generator), torch.randn(2, 7, d_model, generator=generator)
-        mask = torch.ones(2, 1, 1, 7, dtype=torch.bool)
-        mask[1, ..., 5:] = False
-        out, expected = module(x, memory, memory, mask=mask), reference(x, memory, memory, mask=mask)
-    if _close(out, expected):
-        return ""
-    return (f"output differs from course_lib's MultiHeadAttention with the same four projections in the order "
-            f"q, k, v, out ({_max_diff(out, expected)}): check the head split/merge shapes")
-
-
-def _compare_layer_norm(factory) -> str | None:
-    d_model = 16
-    module = factory(d_model).eval()
-    vectors = [p for p in module.parameters() if tuple(p.shape) == (d_model,)]
-    x = torch.randn(3, 5, d_model, generator=torch.Generator().manual_seed(4)) * 3 + 1
-    weight = bias = None
-    if len(vectors) == 2:  # gamma, beta in that order: give them values that matter
-        generator = torch.Generator().manual_seed(5)
-        weight, bias = torch.rand(d_model, generator=generator) + 0.5, torch.randn(d_model, generator=generator)
-        with torch.no_grad():
-            vectors[0].copy_(weight)
-            vectors[1].copy_(bias)
-    with torch.no_grad():
-        out = module(x)
-    expected = F.layer_norm(x, (d_model,), weight, bias, eps=1e-5)
-    if _close(out, expected):
-        return ""
-    centered = x - x.mean(-1, keepdim=True)
-    articles = centered / (x.std(-1, keepdim=True) + 1e-5)  # unbiased std (eps placement barely matters here)
-    if weight is not None:
-        articles = articles * weight + bias
-    if _close(out, articles):
-        return ("divides by the unbiased standard deviation (d_model - 1 in the variance); LayerNorm uses the "
-                "biased variance (divide by d_model) with eps inside the square root, sqrt(var + eps)")
-    return f"output differs from nn.LayerNorm with the same gamma and beta ({_max_diff(out, expected)})"
-
-
-def _compare_feed_forward(factory) -> str | None:
-    d_model, d_ff = 16, 24
-    module = factory(d_model, d_ff).eval()
-    linears = _linears(module)
-    if [tuple(m.weight.shape) for m in linears] != [(d_ff, d_model), (d_model, d_ff)]:
-        return None
-    reference = PositionwiseFeedForward(d_model, d_ff).eval()
-    with torch.no_grad():
-        for mine, theirs in zip(linears, (reference.linear1, reference.linear2), strict=True):
-            theirs.weight.copy_(mine.weight)
-            theirs.bias.copy_(mine.bias if mine.bias is not None else torch.zeros_like(theirs.bias))
-        x = torch.randn(2, 5, d_model, generator=torch.Generator().manual_seed(6))
-        out, expected = module(x), reference(x)
-    if _close(out, expected):
-        return ""
-    return f"output differs from W_2 relu(W_1 x + b_1) + b_2 with the same weights ({_max_diff(out, expected)})"
-
-
-_COMPARE = {
-    "token_embedding": _compare_token_embedding,
-    "positional_encoding": _compare_positional_encoding,
-    "attention": _compare_attention,
-    "multi_head_attention": _compare_multi_head_attention,
-    "layer_norm": _compare_layer_norm,
-    "feed_forward": _compare_feed_forward,
-}
-
-
-def compare_with_course(name: str, part) -> Finding:
-    """Stage 1 for one part: its contract, then its numbers against course_lib's.
+def compare_with_course(name: str, part, norm_first: bool = False) -> Finding:
+    """Stage 1 for one part: its contract, then its numbers against course_lib's (:mod:`course_lib.part_compare`).
 
     Args:
         name: one of :data:`course_lib.parts.PART_NAMES`.
         part: the student's function or class.
+        norm_first: for the layers, the norm placement the model uses.
 
     Returns:
         A :class:`Finding` (``ok`` False with the evidence if the part is wrong).
     """
     try:
-        check_part(name, part)
+        check_part(name, part, norm_first)
     except PartContractError as error:
-        return Finding(name, False, 1, f"breaks its contract: {error.promise}")
-    if name not in _COMPARE:  # masks: the contract pins them down exactly; layers: stage 2
-        return Finding(name, True, 1, "keeps its contract")
-    torch.manual_seed(0)
+        return Finding(name, False, 1, f"breaks its contract: {error.promise}{_likely_cause(name, part, norm_first)}")
     try:
-        problem = _COMPARE[name](part)
+        verdict = compare_part(name, part, norm_first)
     except Exception as error:  # a crash on the comparison inputs is evidence too
         return Finding(name, False, 1, f"raised {type(error).__name__} on the comparison inputs: {error}")
-    if problem is None:
-        return Finding(name, True, 1, "keeps its contract (weights not comparable one to one; judged by training)")
-    if problem:
-        return Finding(name, False, 1, problem)
-    return Finding(name, True, 1, "keeps its contract and equals course_lib's on random inputs")
+    if verdict.ok is None:
+        return Finding(name, True, 1, f"keeps its contract; {verdict.evidence}: judged by training (stage 2)")
+    if verdict.ok:
+        return Finding(name, True, 1, f"keeps its contract and {verdict.evidence}")
+    return Finding(name, False, 1, verdict.evidence)
 
 
 def _probe_data(n_pairs: int):

@@ -97,14 +97,23 @@ class DecoderWithoutCausalMask(nn.Module):
 
 
 class DecoderIgnoringSource(nn.Module):
-    """Cross-attention to the decoder's own states instead of the memory: keeps every contract."""
+    """Built on nn.MultiheadAttention (stage 1 leaves such layers to training), and its "cross"-attention reads
+    the decoder's own states instead of the memory: keeps every contract."""
 
     def __init__(self, d_model, n_heads, d_ff, norm_first=False):
         super().__init__()
-        self.inner = DecoderLayer(d_model, n_heads, d_ff, 0.0, norm_first)
+        self.self_attn = nn.MultiheadAttention(d_model, n_heads, batch_first=True)
+        self.cross_attn = nn.MultiheadAttention(d_model, n_heads, batch_first=True)
+        self.ff = nn.Sequential(nn.Linear(d_model, d_ff), nn.ReLU(), nn.Linear(d_ff, d_model))
+        self.norms = nn.ModuleList(nn.LayerNorm(d_model) for _ in range(3))
 
     def forward(self, x, memory, tgt_mask, src_mask):
-        return self.inner(x, x, tgt_mask, tgt_mask)  # "cross"-attention over its own (causal) states
+        blocked = ~tgt_mask.expand(x.size(0), 1, x.size(1), x.size(1))[:, 0]  # PyTorch: True = blocked
+        blocked = blocked.repeat_interleave(self.self_attn.num_heads, dim=0)  # (batch * heads, tgt_len, tgt_len)
+        n1, n2, n3 = self.norms
+        x = n1(x + self.self_attn(x, x, x, attn_mask=blocked, need_weights=False)[0])
+        x = n2(x + self.cross_attn(x, x, x, attn_mask=blocked, need_weights=False)[0])  # the bug: x, not memory
+        return n3(x + self.ff(x))
 
 
 BUGS = [
@@ -137,7 +146,7 @@ def test_each_injected_bug_is_named(good_parts, part, buggy, evidence):
 
 def test_a_bug_that_keeps_every_contract_is_found_by_training(good_parts):
     parts = {"decoder_layer": DecoderIgnoringSource}
-    assert compare_with_course("decoder_layer", DecoderIgnoringSource).ok  # stage 1 cannot see it
+    assert compare_with_course("decoder_layer", DecoderIgnoringSource).ok  # stage 1 cannot compare it
     diagnosis = find_my_bug(parts, train_steps=120)
     assert "decoder_layer" in diagnosis.faulty, str(diagnosis)
     finding = next(f for f in diagnosis.findings if f.part == "decoder_layer")

@@ -1,0 +1,916 @@
+"""Compare a student's part with its course_lib twin number for number, whatever its names or creation order.
+
+Stage 1 of ``find_my_bug`` (:mod:`course_lib.diagnosis`). For each of the ten parts the student's code runs
+on fixed random inputs next to a written-out reference of the course's part, and the two outputs must agree
+to 1e-4. When they do not, the same inputs go through references with one known mistake each (the bugs of
+the articles this course grew from and the ones students make most); a match names the mistake.
+
+How weights are matched, never by registration order or attribute names:
+
+* The student's module gets random values in every parameter (a fixed seed), so that biases, gains and
+  shifts all matter.
+* Its weights are collected as *units*: every ``nn.Linear`` (weight and bias together), every chunk of a
+  fused projection (a ``3 d x d`` Q/K/V matrix gives three units), every raw 2-D ``nn.Parameter`` in both
+  orientations (``x @ W`` or ``W @ x``).
+* Every assignment of units to the reference's roles (W_q, W_k, W_v, W_o; W_1, W_2; gamma, beta; the
+  embedding table) is tried: at most a few dozen small forward passes. The part is correct if one
+  assignment reproduces it; the evidence names which unit plays which role.
+
+Encoder and decoder layers are compared through their own sub-modules: forward hooks record which
+sub-module is called, in what order and with which inputs (the attention called with the encoder's
+``memory`` as its key is the cross-attention, whatever its name); the course's layer is then run with the
+student's sub-modules plugged in, so a difference is the layer's own glue (residuals, norm placement,
+masks). Each sub-module is compared with its twin too.
+
+Checked in ``tests/test_bug_catalogue.py``: every planted bug of the catalogue is named, with its hint;
+correct parts written differently (other names and creation order, einsum, ``torch.where``,
+``nn.Sequential``, a fused Q/K/V projection, ``F.layer_norm``, raw parameters) are never called a bug.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from .attention import scaled_dot_product_attention
+from .embeddings import sinusoidal_table
+from .masks import causal_mask, padding_mask
+
+D_MODEL, N_HEADS, D_FF, VOCAB, MAX_LEN = 16, 4, 24, 50, 40
+ATOL = 1e-4
+
+
+@dataclass
+class Verdict:
+    """The outcome of comparing one part.
+
+    Attributes:
+        ok: True when the part equals its twin (None: it could not be compared number for number).
+        evidence: one or two sentences a student can act on.
+    """
+
+    ok: bool | None
+    evidence: str
+
+
+class NotComparable(Exception):
+    """The part's weights could not be matched to the reference's roles (an unusual layout)."""
+
+
+# ----------------------------------------------------------------------------- helpers
+
+def _generator(seed: int) -> torch.Generator:
+    return torch.Generator().manual_seed(seed)
+
+
+def _close(a, b, atol: float = ATOL) -> bool:
+    return (isinstance(a, torch.Tensor) and isinstance(b, torch.Tensor) and a.shape == b.shape
+            and bool(torch.allclose(a.float(), b.float(), atol=atol, rtol=1e-4, equal_nan=False)))
+
+
+def _diff(a: torch.Tensor, b: torch.Tensor) -> float:
+    if a.shape != b.shape:
+        return math.inf
+    d = (a.float() - b.float()).abs()
+    return float(d.nan_to_num(math.inf).max())
+
+
+def _first(value):
+    """A part may return ``output`` or ``(output, weights)``: the output."""
+    return value[0] if isinstance(value, tuple) else value
+
+
+@torch.no_grad()
+def randomize(module: nn.Module, seed: int = 0) -> None:
+    """Give every parameter random values (fixed seed): matrices ~ N(0, 1/fan_in), vectors ~ N(1, 0.3^2)."""
+    generator = _generator(seed)
+    for param in module.parameters():
+        if param.dim() >= 2:
+            param.copy_(torch.randn(param.shape, generator=generator) / math.sqrt(param.shape[-1]))
+        else:
+            param.copy_(1.0 + 0.3 * torch.randn(param.shape, generator=generator))
+
+
+@dataclass
+class Unit:
+    """One candidate projection of the student's module: ``y = x @ weight.T + bias``."""
+
+    name: str
+    weight: torch.Tensor  # (out_features, in_features)
+    bias: torch.Tensor | None
+    source: int  # which tensor it comes from (one tensor fills one role at most)
+
+    def __call__(self, x: torch.Tensor) -> torch.Tensor:
+        y = x @ self.weight.T  # (..., out_features)
+        return y if self.bias is None else y + self.bias
+
+
+def _owned_parameters(module: nn.Module) -> list[tuple[str, nn.Parameter, nn.Module]]:
+    return [(f"{prefix}.{name}" if prefix else name, p, owner)
+            for prefix, owner in module.named_modules() for name, p in owner.named_parameters(recurse=False)]
+
+
+def linear_units(module: nn.Module, in_features: int, out_features: int) -> list[Unit]:
+    """Every way the module's weights can act as an ``in_features -> out_features`` projection.
+
+    Args:
+        module: the student's module (after :func:`randomize`).
+        in_features, out_features: the projection's sizes.
+    """
+    units: list[Unit] = []
+    for index, (name, param, owner) in enumerate(_owned_parameters(module)):
+        if param.dim() != 2:
+            continue
+        if isinstance(owner, nn.Linear) and name.endswith("weight"):
+            bias = owner.bias
+            rows, cols = param.shape
+            if cols == in_features and rows % out_features == 0:
+                for k in range(rows // out_features):
+                    part = slice(k * out_features, (k + 1) * out_features)
+                    label = name[: -len(".weight")] if name.endswith(".weight") else name
+                    units.append(Unit(label if rows == out_features else f"{label}[{k}]", param[part],
+                                      None if bias is None else bias[part], index * 100 + k))
+            continue
+        if isinstance(owner, nn.Linear | nn.Embedding | nn.LayerNorm):
+            continue
+        rows, cols = param.shape  # a raw nn.Parameter: either orientation, chunks of a fused matrix
+        for weight, label in ((param, name), (param.T, f"{name}.T")):
+            r, c = weight.shape
+            if c == in_features and r % out_features == 0:
+                for k in range(r // out_features):
+                    part = slice(k * out_features, (k + 1) * out_features)
+                    units.append(Unit(label if r == out_features else f"{label}[{k}]", weight[part], None,
+                                      index * 100 + k))
+    return units
+
+
+def assignments(units: Sequence[Unit], roles: int):
+    """Every ordered choice of ``roles`` units from different tensors."""
+    for chosen in itertools.permutations(units, roles):
+        if len({u.source for u in chosen}) == roles:
+            yield chosen
+
+
+def _search(student_out, reference: Callable, candidates, variants: dict[str, str]):
+    """The first candidate for which ``reference(candidate, None)`` equals ``student_out``, else a variant's hint.
+
+    Returns ``("ok", candidate)``, ``("variant", hint)`` or ``("none", smallest difference)``.
+    """
+    candidates = list(candidates)
+    best = math.inf
+    for candidate in candidates:
+        expected = reference(candidate, None)
+        if _close(student_out, expected):
+            return "ok", candidate
+        best = min(best, _diff(student_out, expected))
+    for variant, hint in variants.items():
+        for candidate in candidates:
+            try:
+                if _close(student_out, reference(candidate, variant)):
+                    return "variant", hint
+            except RuntimeError:
+                continue
+    return "none", best
+
+
+def _eval_twice_differs(call: Callable[[], torch.Tensor]) -> bool:
+    torch.manual_seed(1)
+    a = call()
+    torch.manual_seed(2)
+    b = call()
+    return not _close(a, b, atol=1e-6)
+
+
+DROPOUT_HINT = ("gives a different output each time it is called in eval mode: dropout is applied even after "
+                ".eval() (use nn.Dropout, or F.dropout(..., training=self.training))")
+
+
+# ----------------------------------------------------------------------------- token embedding
+
+def embedding_reference(table: torch.Tensor, ids: torch.Tensor, variant: str | None) -> torch.Tensor:
+    rows = table[ids]  # (batch, seq, d_model)
+    d_model, seq = table.size(1), ids.size(-1)
+    scale = {None: math.sqrt(d_model), "unscaled": 1.0, "seq": math.sqrt(seq), "double": d_model,
+             "divided": 1 / math.sqrt(d_model)}[variant]
+    return rows * scale
+
+
+EMBEDDING_VARIANTS = {
+    "unscaled": "the vectors are not multiplied by sqrt(d_model)",
+    "seq": "the vectors are multiplied by sqrt(sequence length) (the size of the id tensor's last dimension), "
+           "not by sqrt(d_model)",
+    "double": "the vectors are multiplied by d_model: sqrt(d_model) applied twice",
+    "divided": "the vectors are divided by sqrt(d_model) instead of multiplied",
+}
+
+
+def compare_token_embedding(factory) -> Verdict:
+    fresh = factory(VOCAB, D_MODEL, 0).eval()
+    ids = torch.randint(1, VOCAB, (2, 9), generator=_generator(0))
+    ids[1, 6:] = 0  # padding
+    with torch.no_grad():
+        out = fresh(ids)
+    tables = [(n, p) for n, p, _ in _owned_parameters(fresh) if p.dim() == 2 and VOCAB in p.shape and D_MODEL in p.shape]
+    if len(tables) != 1:
+        raise NotComparable(f"expected one ({VOCAB}, {D_MODEL}) table among the parameters, found {len(tables)}")
+    name, table = tables[0]
+    table = table if table.shape == (VOCAB, D_MODEL) else table.T
+    problems = []
+    if not torch.allclose(out[1, 6:], torch.zeros_like(out[1, 6:]), atol=1e-6):
+        problems.append("the <pad> id's vector is not zero: give nn.Embedding padding_idx=pad_id (and keep that row "
+                        "zero if you re-initialise the table)")
+    std = float(table[1:].detach().std())
+    if not 0.5 < std * math.sqrt(D_MODEL) < 2.0:
+        problems.append(f"the table starts with standard deviation {std:.2f}; because the vectors are multiplied by "
+                        f"sqrt(d_model), start it at 1/sqrt(d_model) = {D_MODEL ** -0.5:.2f} "
+                        "(nn.init.normal_(weight, std=d_model ** -0.5))")
+    real = ids != 0  # compare the real tokens (the pad row is judged above)
+    with torch.no_grad():
+        status, result = _search(out[real], lambda t, v: embedding_reference(t, ids, v)[real], [table],
+                                 EMBEDDING_VARIANTS)
+    if status == "variant":
+        problems.insert(0, result)
+    elif status == "none":
+        problems.insert(0, f"the vectors are not the table rows times sqrt(d_model) (largest difference {result:.3g})")
+    if problems:
+        return Verdict(False, "; ".join(problems))
+    return Verdict(True, f"equals course_lib's TokenEmbedding (table: {name}), zero <pad> vector, N(0, 1/d_model) start")
+
+
+# ----------------------------------------------------------------------------- positional encoding
+
+def positional_reference(max_len: int, d_model: int, variant: str | None) -> torch.Tensor:
+    positions = torch.arange(max_len, dtype=torch.float64)[:, None]  # (max_len, 1)
+    pair = torch.arange(0, d_model, 2, dtype=torch.float64)  # 2i
+    base = 1000.0 if variant == "base" else 10000.0
+    exponent = 2 * pair / d_model if variant == "doubled" else pair / d_model
+    angles = positions / base**exponent  # (max_len, d_model / 2)
+    table = torch.zeros(max_len, d_model, dtype=torch.float64)
+    if variant == "swapped":
+        table[:, 0::2], table[:, 1::2] = torch.cos(angles), torch.sin(angles)
+    elif variant == "halves":
+        table = torch.cat([torch.sin(angles), torch.cos(angles)], dim=-1)
+    elif variant == "cos_shifted":
+        table[:, 0::2] = torch.sin(angles)
+        table[:, 1::2] = torch.cos(positions / base ** ((pair + 1) / d_model))
+    else:
+        table[:, 0::2], table[:, 1::2] = torch.sin(angles), torch.cos(angles)
+    return table.float()
+
+
+POSITIONAL_VARIANTS = {
+    "doubled": "the exponent is 2*(2i)/d_model: the pair index is counted twice (a loop over 0, 2, 4, ... that "
+               "then multiplies by 2 again); use 2i/d_model",
+    "swapped": "sine and cosine are swapped: even dimensions hold sin, odd dimensions cos",
+    "base": "the base is 1,000; the formula uses 10,000",
+    "halves": "the sines fill the first half and the cosines the second; the course interleaves them "
+              "(sin in even, cos in odd dimensions)",
+    "cos_shifted": "the cosine of a pair uses a different frequency from its sine (exponent (2i+1)/d_model); "
+                   "use the same angle for both",
+}
+
+
+def _wave(max_len: int, d_model: int, kind: str, exponent: str, base: float = 10000.0) -> torch.Tensor:
+    """One half of the table: ``kind`` sin or cos of position / base^e, e per ``exponent`` (pair index i = 0, 2, ...)."""
+    positions = torch.arange(max_len, dtype=torch.float64)[:, None]  # (max_len, 1)
+    i = torch.arange(0, d_model, 2, dtype=torch.float64)  # 2i in the paper's notation
+    e = {"right": i / d_model, "doubled": 2 * i / d_model, "shifted": (i + 1) / d_model,
+         "doubled_shifted": 2 * (i + 1) / d_model}[exponent]
+    return (torch.sin if kind == "sin" else torch.cos)(positions / base**e).float()  # (max_len, d_model / 2)
+
+
+WAVE_HINTS = {
+    "doubled": "use exponent 2*(2i)/d_model: the pair index is counted twice (a loop over 0, 2, 4, ... that then "
+               "multiplies by 2 again); use 2i/d_model",
+    "shifted": "use a different frequency from the sine of their pair (exponent (2i+1)/d_model); use the same "
+               "angle for both",
+    "doubled_shifted": "use exponent 2*(2i+2)/d_model: the pair index is counted twice and shifted by one; use "
+                       "2i/d_model, the same angle as the sine",
+}
+
+
+def compare_positional_encoding(fn) -> Verdict:
+    table = fn(MAX_LEN, D_MODEL)
+    table = table.detach().float() if isinstance(table, torch.Tensor) else torch.as_tensor(table, dtype=torch.float32)
+    assert _close(positional_reference(MAX_LEN, D_MODEL, None), sinusoidal_table(MAX_LEN, D_MODEL), atol=1e-5)
+    status, result = _search(table, lambda _, v: positional_reference(MAX_LEN, D_MODEL, v), [None], POSITIONAL_VARIANTS)
+    if status == "ok":
+        return Verdict(True, "equals course_lib's sinusoidal_table")
+    if status == "variant":
+        return Verdict(False, result)
+    hints = []
+    for columns, kind, label in ((table[:, 0::2], "sin", "the sines (even dimensions)"),
+                                 (table[:, 1::2], "cos", "the cosines (odd dimensions)")):
+        if _close(columns, _wave(MAX_LEN, D_MODEL, kind, "right"), atol=1e-4):
+            continue
+        hint = next((h for e, h in WAVE_HINTS.items() if _close(columns, _wave(MAX_LEN, D_MODEL, kind, e), atol=1e-4)),
+                    "differ from the formula")
+        hints.append(f"{label} {hint}")
+    return Verdict(False, "; ".join(hints) or "the table differs from the sinusoid formula")
+
+
+# ----------------------------------------------------------------------------- attention
+
+def attention_reference(q, k, v, mask, variant: str | None) -> tuple[torch.Tensor, torch.Tensor]:
+    d_k = q.size(-1)
+    scores = q @ k.transpose(-2, -1)  # (..., q_len, k_len)
+    if variant != "unscaled":
+        scores = scores / (d_k if variant == "scale_d" else math.sqrt(d_k))
+    if mask is not None and variant != "mask_ignored":
+        blocked = mask if variant == "mask_inverted" else ~mask
+        fill = 0.0 if variant == "mask_zero" else torch.finfo(scores.dtype).min
+        scores = scores.masked_fill(blocked, fill)
+    weights = scores.softmax(dim=-2 if variant == "softmax_axis" else -1)
+    if mask is not None and variant not in ("mask_ignored", "mask_inverted", "mask_zero", "softmax_axis"):
+        weights = weights.masked_fill(~mask.any(dim=-1, keepdim=True), 0.0)
+    return weights @ v, weights  # (..., q_len, d_v), (..., q_len, k_len)
+
+
+ATTENTION_VARIANTS = {
+    "unscaled": "the scores are not divided by sqrt(d_k): softmax(q k^T) v instead of softmax(q k^T / sqrt(d_k)) v",
+    "scale_d": "the scores are divided by d_k, not by sqrt(d_k)",
+    "softmax_axis": "the softmax runs over the queries (dim -2); it must run over the keys (dim -1), so that each "
+                    "query's weights sum to 1",
+    "mask_inverted": "the mask's polarity is inverted: positions where the mask is True are blocked (True must mean "
+                     "'may attend')",
+    "mask_ignored": "the mask is not applied",
+    "mask_zero": "masked scores are set to 0 instead of a very negative number: exp(0) = 1, so masked keys still "
+                 "get weight",
+}
+
+
+def compare_attention(fn) -> Verdict:
+    g = _generator(1)
+    q, k = torch.randn(2, 2, 4, 8, generator=g), torch.randn(2, 2, 6, 8, generator=g)  # (batch, heads, len, d_k)
+    v = torch.randn(2, 2, 6, 5, generator=g)
+    mask = torch.ones(2, 1, 1, 6, dtype=torch.bool)
+    mask[1, ..., 4:] = False
+    result = fn(q, k, v, mask)
+    out, weights = result if isinstance(result, tuple) else (result, None)
+    reference_out, _ = scaled_dot_product_attention(q, k, v, mask)
+    assert _close(attention_reference(q, k, v, mask, None)[0], reference_out)
+    both = torch.cat([out.flatten(), weights.flatten()]) if weights is not None else out.flatten()
+
+    def reference(_, variant):
+        o, w = attention_reference(q, k, v, mask, variant)
+        return torch.cat([o.flatten(), w.flatten()]) if weights is not None else o.flatten()
+
+    status, result = _search(both, reference, [None], ATTENTION_VARIANTS)
+    if status == "ok":
+        return Verdict(True, "equals course_lib's scaled_dot_product_attention (output and weights)")
+    if status == "variant":
+        return Verdict(False, result)
+    if weights is not None and not torch.allclose(weights.sum(-1), torch.ones_like(weights.sum(-1)), atol=1e-4):
+        return Verdict(False, "the weights of a query do not sum to 1 over the keys")
+    return Verdict(False, f"differs from softmax(q k^T / sqrt(d_k)) v (largest difference {result:.3g})")
+
+
+# ----------------------------------------------------------------------------- multi-head attention
+
+def mha_reference(query, key, value, mask, units: Sequence[Unit], n_heads: int, variant: str | None) -> torch.Tensor:
+    """course_lib's MultiHeadAttention written out, with the projections ``units`` = (q, k, v, out)."""
+    wq, wk, wv, wo = units
+    batch, q_len, d_model = query.shape
+    d_head = d_model // n_heads
+
+    def split(x):
+        return x.view(batch, x.size(1), n_heads, d_head).transpose(1, 2)  # (batch, n_heads, seq, d_head)
+
+    q, k, v = split(wq(query)), split(wk(key)), split(wv(value))
+    heads, _ = attention_reference(q, k, v, mask, variant if variant in ATTENTION_VARIANTS else None)
+    if variant == "merge_no_transpose":
+        merged = heads.reshape(batch, q_len, d_model)  # (batch, q_len, d_model) without bringing heads together
+    else:
+        merged = heads.transpose(1, 2).reshape(batch, q_len, d_model)  # (batch, q_len, d_model)
+    return merged if variant == "no_out_proj" else wo(merged)
+
+
+MHA_VARIANTS = {**ATTENTION_VARIANTS,
+                "merge_no_transpose": "the heads are merged with a reshape but without transposing (batch, n_heads, "
+                                      "seq, d_head) back to (batch, seq, n_heads, d_head) first: positions and heads "
+                                      "get mixed",
+                "no_out_proj": "the output projection W_o is not applied after merging the heads"}
+
+
+def _mha_inputs():
+    g = _generator(2)
+    query = torch.randn(2, 5, D_MODEL, generator=g)  # (batch, q_len, d_model)
+    key = torch.randn(2, 7, D_MODEL, generator=g)  # (batch, k_len, d_model)
+    value = torch.randn(2, 7, D_MODEL, generator=g)
+    mask = torch.ones(2, 1, 1, 7, dtype=torch.bool)
+    mask[1, ..., 5:] = False
+    return query, key, value, mask
+
+
+def compare_mha_module(module: nn.Module, n_heads: int = N_HEADS, d_model: int = D_MODEL) -> Verdict:
+    """Compare an already built multi-head attention (e.g. one found inside a student's layer)."""
+    module.eval()
+    randomize(module, seed=3)
+    query, key, value, mask = _mha_inputs()
+    with torch.no_grad():
+        if _eval_twice_differs(lambda: _first(module(query, key, value, mask=mask))):
+            return Verdict(False, DROPOUT_HINT)
+        out = _first(module(query, key, value, mask=mask))
+        units = linear_units(module, d_model, d_model)
+        if len({u.source for u in units}) < 4:
+            raise NotComparable(f"found {len(units)} d_model x d_model projections, expected 4 (q, k, v, out)")
+        status, result = _search(out, lambda u, v: mha_reference(query, key, value, mask, u, n_heads, v),
+                                 assignments(units, 4), MHA_VARIANTS)
+    if status == "ok":
+        roles = ", ".join(f"{role} = {u.name}" for role, u in zip(("W_q", "W_k", "W_v", "W_o"), result, strict=True))
+        return Verdict(True, f"equals course_lib's MultiHeadAttention with your projections ({roles})")
+    if status == "variant":
+        return Verdict(False, result)
+    return Verdict(False, "differs from course_lib's MultiHeadAttention for every way of using your four projections "
+                          f"as W_q, W_k, W_v, W_o (smallest largest-difference {result:.3g}): check the head split "
+                          "(view to (batch, seq, n_heads, d_head), then transpose) and the merge")
+
+
+def compare_multi_head_attention(factory) -> Verdict:
+    return compare_mha_module(factory(D_MODEL, N_HEADS))
+
+
+# ----------------------------------------------------------------------------- masks
+
+def compare_padding_mask(fn) -> Verdict:
+    ids = torch.randint(4, VOCAB, (3, 8), generator=_generator(4))
+    ids[1, 5:] = 0
+    ids[2, 3:] = 0
+    expected = padding_mask(ids, 0)
+    mask = fn(ids, 0)
+    full = mask.expand(3, N_HEADS, 8, 8)
+    if torch.equal(full, ~expected.expand_as(full)):
+        return Verdict(False, "True at <pad> and False at real tokens: the polarity is inverted (True = may attend)")
+    if not torch.equal(full, expected.expand_as(full)):
+        return Verdict(False, "does not mark exactly the <pad> keys as False")
+    other = ids.clone()
+    other[other == 0] = 7  # the same sentences with pad id 7
+    other[0, 0] = 0  # and a real token with id 0
+    if not torch.equal(fn(other, 7).expand(3, N_HEADS, 8, 8), padding_mask(other, 7).expand(3, N_HEADS, 8, 8)):
+        return Verdict(False, "ignores its pad_id argument (with pad_id=7 it still treats id 0 as padding)")
+    return Verdict(True, "equals course_lib's padding_mask, for pad_id 0 and 7")
+
+
+def compare_causal_mask(fn) -> Verdict:
+    for size in (1, 4, 7):
+        mask = fn(size).reshape(size, size)  # (q_len, k_len)
+        expected = causal_mask(size)
+        if torch.equal(mask, expected):
+            continue
+        if torch.equal(mask, ~expected):
+            return Verdict(False, "True above the diagonal: the polarity is inverted (True = may attend)")
+        if torch.equal(mask, expected.tril(-1)):
+            return Verdict(False, "False on the diagonal: a position cannot attend to itself (use tril(), "
+                                  "not tril(-1))")
+        if torch.equal(mask, expected.T):
+            return Verdict(False, "True on and above the diagonal: the mask is transposed, queries see the future")
+        return Verdict(False, f"differs from the lower triangle of ones at size {size}")
+    return Verdict(True, "equals course_lib's causal_mask (sizes 1, 4, 7)")
+
+
+# ----------------------------------------------------------------------------- layer norm
+
+EPS_VALUES = (1e-5, 1e-6, 1e-12, 1e-8, 1e-9)  # the eps values LayerNorms use (nn.LayerNorm: 1e-5; the Annotated Transformer: 1e-6)
+
+
+def layer_norm_reference(x, gamma, beta, variant: str | None, eps: float = 1e-5) -> torch.Tensor:
+    mean = x.mean(-1, keepdim=True)
+    if variant == "unbiased_eps_outside":
+        return (x - mean) / (x.std(-1, keepdim=True) + eps) * gamma + beta
+    if variant == "unbiased":
+        return (x - mean) / torch.sqrt(x.var(-1, keepdim=True, unbiased=True) + eps) * gamma + beta
+    var = x.var(-1, keepdim=True, unbiased=False)
+    if variant == "eps_outside":
+        return (x - mean) / (var.sqrt() + eps) * gamma + beta
+    if variant == "no_eps":
+        return (x - mean) / var.sqrt() * gamma + beta
+    if variant == "no_center":
+        return x / torch.sqrt(var + eps) * gamma + beta
+    if variant == "no_beta":
+        return (x - mean) / torch.sqrt(var + eps) * gamma
+    return F.layer_norm(x, (x.size(-1),), gamma, beta, eps=eps)
+
+
+LAYER_NORM_VARIANTS = {
+    "unbiased_eps_outside": "divides by the unbiased standard deviation plus eps: LayerNorm uses the biased variance "
+                            "(divide by d_model) with eps inside the square root, sqrt(var + eps)",
+    "unbiased": "uses the unbiased variance (divides by d_model - 1); LayerNorm divides by d_model",
+    "eps_outside": "adds eps outside the square root, std + eps; LayerNorm uses sqrt(var + eps)",
+    "no_eps": "has no eps: a constant vector (variance 0) gives 0 / 0 = NaN; use sqrt(var + eps)",
+    "no_center": "does not subtract the mean",
+    "no_beta": "does not add beta (the learned shift)",
+}
+
+
+def compare_layer_norm_module(module: nn.Module, d_model: int = D_MODEL) -> Verdict:
+    module.eval()
+    randomize(module, seed=5)
+    x = torch.randn(3, 5, d_model, generator=_generator(6)) * 3 + 1
+    x[2, 2] = 1.0 + 0.1 * torch.randn(d_model, generator=_generator(7))  # small variances: where eps shows
+    x[2, 3] = 1.0 + 0.001 * torch.randn(d_model, generator=_generator(8))
+    x[2, 4] = 2.5  # a constant vector: variance 0
+    with torch.no_grad():
+        out = module(x)
+        vectors = [(n, p) for n, p, _ in _owned_parameters(module) if p.shape == (d_model,)]
+        if not vectors:
+            raise NotComparable(f"no parameter of shape ({d_model},) for gamma and beta")
+        pairs = list(itertools.permutations(vectors, 2)) if len(vectors) >= 2 else [(vectors[0], None)]
+        candidates = [(pair, eps) for eps in EPS_VALUES for pair in pairs]
+
+        def reference(candidate, variant):
+            pair, eps = candidate
+            gamma = pair[0][1]
+            beta = pair[1][1] if pair[1] is not None else torch.zeros(d_model)
+            return layer_norm_reference(x, gamma, beta, variant, eps)
+
+        status, result = _search(out, reference, candidates, LAYER_NORM_VARIANTS)
+    if status == "ok":
+        (gamma, beta), eps = result
+        return Verdict(True, f"equals nn.LayerNorm (gamma = {gamma[0]}, beta = {beta[0] if beta is not None else 'none'}, "
+                             f"eps {eps:g}), small and zero variances included")
+    if status == "variant":
+        return Verdict(False, result)
+    if not torch.isfinite(out).all():
+        return Verdict(False, "gives NaN or inf on a constant vector (variance 0): put eps inside the square root")
+    return Verdict(False, f"differs from nn.LayerNorm with your gamma and beta (largest difference {result:.3g})")
+
+
+def compare_layer_norm(factory) -> Verdict:
+    return compare_layer_norm_module(factory(D_MODEL))
+
+
+# ----------------------------------------------------------------------------- feed-forward
+
+def ffn_reference(x, units, variant: str | None) -> torch.Tensor:
+    w1, w2 = units
+    hidden = w1(x)  # (batch, seq, d_ff)
+    if variant == "gelu":
+        hidden = F.gelu(hidden)
+    elif variant != "no_relu" and variant != "relu_after":
+        hidden = torch.relu(hidden)
+    out = w2(hidden)  # (batch, seq, d_model)
+    if variant == "relu_after":
+        out = torch.relu(out)
+    if variant == "residual":
+        out = out + x
+    return out
+
+
+FFN_VARIANTS = {
+    "no_relu": "there is no ReLU between the two linear layers: two linear maps in a row are one linear map",
+    "relu_after": "the ReLU comes after the second linear layer; it belongs between the two",
+    "gelu": "uses GELU; the course's (and the paper's) feed-forward block uses ReLU",
+    "residual": "adds its input to its output: the residual connection belongs to the layer, not to the "
+                "feed-forward block",
+}
+
+
+def compare_ffn_module(module: nn.Module, d_model: int = D_MODEL, d_ff: int = D_FF) -> Verdict:
+    module.eval()
+    randomize(module, seed=7)
+    x = torch.randn(2, 5, d_model, generator=_generator(8))
+    with torch.no_grad():
+        if _eval_twice_differs(lambda: module(x)):
+            return Verdict(False, DROPOUT_HINT)
+        out = module(x)
+        first, second = linear_units(module, d_model, d_ff), linear_units(module, d_ff, d_model)
+        if not first or not second:
+            raise NotComparable(f"no {d_model} -> {d_ff} and {d_ff} -> {d_model} projections found")
+        candidates = [(a, b) for a in first for b in second if a.source != b.source]
+        status, result = _search(out, lambda u, v: ffn_reference(x, u, v), candidates, FFN_VARIANTS)
+    if status == "ok":
+        return Verdict(True, f"equals W_2 relu(W_1 x + b_1) + b_2 (W_1 = {result[0].name}, W_2 = {result[1].name})")
+    if status == "variant":
+        return Verdict(False, result)
+    return Verdict(False, f"differs from W_2 relu(W_1 x + b_1) + b_2 with your weights (largest difference {result:.3g})")
+
+
+def compare_feed_forward(factory) -> Verdict:
+    return compare_ffn_module(factory(D_MODEL, D_FF))
+
+
+# ----------------------------------------------------------------------------- encoder and decoder layers
+
+@dataclass
+class Call:
+    """One call of a sub-module during a layer's forward pass."""
+
+    kind: str  # "attention", "norm" or "feed_forward"
+    module: nn.Module
+    args: tuple
+    kwargs: dict
+
+
+def _kind(module: nn.Module, args: tuple, kwargs: dict, d_model: int, d_ff: int) -> str | None:
+    """What a sub-module call looks like from its inputs and weights (never from its name)."""
+    tensors = [a for a in args if isinstance(a, torch.Tensor)] + [
+        v for k, v in kwargs.items() if k in ("query", "key", "value") and isinstance(v, torch.Tensor)]
+    wide = [t for t in tensors if t.dim() == 3 and t.size(-1) == d_model]
+    params = list(module.parameters())
+    if len(wide) >= 3:
+        return "attention"
+    if len(wide) != 1 or not params:
+        return None
+    if all(p.dim() == 1 and p.numel() == d_model for p in params):
+        return "norm"
+    if linear_units(module, d_model, d_ff) and linear_units(module, d_ff, d_model):
+        return "feed_forward"
+    return None
+
+
+def record_calls(layer: nn.Module, inputs: tuple, d_model: int = D_MODEL, d_ff: int = D_FF) -> list[Call]:
+    """The outermost attention, norm and feed-forward calls of ``layer(*inputs)``, in the order they happen."""
+    calls: list[Call] = []
+    stack: list[bool] = []  # for each active sub-module call: is it (inside) a recorded part?
+    handles = []
+
+    def before(module, args, kwargs):
+        inside = any(stack)
+        kind = None if inside else _kind(module, args, kwargs, d_model, d_ff)
+        if kind:
+            calls.append(Call(kind, module, args, dict(kwargs)))
+        stack.append(inside or kind is not None)
+
+    def after(module, args, kwargs, output):
+        stack.pop()
+
+    for sub in layer.modules():
+        if sub is not layer:
+            handles.append(sub.register_forward_pre_hook(before, with_kwargs=True))
+            handles.append(sub.register_forward_hook(after, with_kwargs=True))
+    try:
+        with torch.no_grad():
+            layer(*inputs)
+    finally:
+        for handle in handles:
+            handle.remove()
+    return calls
+
+
+def _attention_inputs(call: Call):
+    """(query, key, value, mask) of an attention call, positional or by keyword."""
+    args = list(call.args)
+    named = call.kwargs
+    query = named.get("query", args[0] if args else None)
+    key = named.get("key", args[1] if len(args) > 1 else None)
+    value = named.get("value", args[2] if len(args) > 2 else None)
+    mask = named.get("mask", args[3] if len(args) > 3 else None)
+    if mask is None:
+        mask = next((v for v in named.values() if isinstance(v, torch.Tensor) and v.dtype == torch.bool), None)
+    return query, key, value, mask
+
+
+def _same(a, b) -> bool:
+    return isinstance(a, torch.Tensor) and isinstance(b, torch.Tensor) and (
+        a is b or (a.shape == b.shape and bool(torch.equal(a, b))))
+
+
+def _same_mask(given, expected) -> bool:
+    if not isinstance(given, torch.Tensor):
+        return False
+    try:
+        return bool(torch.equal(given.bool().expand(torch.broadcast_shapes(given.shape, expected.shape)),
+                                expected.expand(torch.broadcast_shapes(given.shape, expected.shape))))
+    except RuntimeError:
+        return False
+
+
+def _refuse_pytorch_attention(calls: list[Call]) -> None:
+    """nn.MultiheadAttention takes masks of the opposite polarity under other names: leave such layers to stage 2."""
+    if any(isinstance(c.module, nn.MultiheadAttention) for c in calls):
+        raise NotComparable("it uses nn.MultiheadAttention, whose masks mean the opposite (True = blocked)")
+
+
+def _sub_part_verdicts(calls: list[Call], d_model: int, d_ff: int) -> list[str]:
+    """Compare each distinct sub-module with its twin (on a copy: the layer's own weights stay as they are)."""
+    import copy
+
+    problems, seen = [], set()
+    for call in calls:
+        if id(call.module) in seen:
+            continue
+        seen.add(id(call.module))
+        module = copy.deepcopy(call.module)
+        try:
+            if call.kind == "attention":
+                verdict = compare_mha_module(module, N_HEADS, d_model)
+            elif call.kind == "norm":
+                verdict = compare_layer_norm_module(module, d_model)
+            else:
+                verdict = compare_ffn_module(module, d_model, d_ff)
+        except NotComparable:
+            continue
+        if verdict.ok is False:
+            label = {"attention": "its multi-head attention", "norm": "its LayerNorm", "feed_forward":
+                     "its feed-forward block"}[call.kind]
+            problems.append(f"{label} differs from course_lib's: {verdict.evidence}")
+    return problems
+
+
+def _attend(module, query, key, value, mask):
+    return _first(module(query, key, value, mask=mask))
+
+
+def _block(x, run, norm, mode: str):
+    """One residual sub-block: ``run`` is the sub-block on its (normalised) input.
+
+    mode: "post" norm(x + f(x)), "pre" x + f(norm(x)), "post_no_residual" norm(f(x)),
+    "pre_no_residual" f(norm(x)), "outside" x + norm(f(x)).
+    """
+    if mode == "pre":
+        return x + run(norm(x))
+    if mode == "pre_no_residual":
+        return run(norm(x))
+    if mode == "post_no_residual":
+        return norm(run(x))
+    if mode == "outside":
+        return x + norm(run(x))
+    return norm(x + run(x))
+
+
+def _modes(blocks: Sequence[str], norm_first: bool, variant: str | None) -> dict[str, str]:
+    """Each block's mode for a glue ``variant``: None (course_lib's), "placement" or "<mistake>:<block>"."""
+    base = "pre" if norm_first else "post"
+    if variant == "placement":
+        return dict.fromkeys(blocks, "post" if norm_first else "pre")
+    modes = dict.fromkeys(blocks, base)
+    if variant:
+        mistake, block = variant.split(":")
+        modes[block] = f"{base}_no_residual" if mistake == "no_residual" else mistake
+    return modes
+
+
+def encoder_glue(x, mask, attn, ffn, norms, norm_first: bool, variant: str | None = None) -> torch.Tensor:
+    """course_lib's EncoderLayer around the given sub-modules (``variant``: one known glue mistake)."""
+    modes = _modes(("self", "ffn"), norm_first, variant)
+    x = _block(x, lambda h: attn(h, h, h, mask), norms[0], modes["self"])
+    return _block(x, ffn, norms[1], modes["ffn"])
+
+
+def decoder_glue(x, memory, tgt_mask, src_mask, self_attn, cross_attn, ffn, norms, norm_first: bool,
+                 variant: str | None = None) -> torch.Tensor:
+    """course_lib's DecoderLayer around the given sub-modules (``variant``: one known glue mistake)."""
+    modes = _modes(("self", "cross", "ffn"), norm_first, variant)
+    x = _block(x, lambda h: self_attn(h, h, h, tgt_mask), norms[0], modes["self"])
+    x = _block(x, lambda h: cross_attn(h, memory, memory, src_mask), norms[1], modes["cross"])
+    return _block(x, ffn, norms[2], modes["ffn"])
+
+
+def _placement_hint(norm_first: bool) -> str:
+    return ("normalises before each sub-block (pre-norm) although norm_first=False: post-norm is "
+            "norm(x + sublayer(x))" if not norm_first else
+            "normalises after each residual sum (post-norm) although norm_first=True: pre-norm is "
+            "x + sublayer(norm(x))")
+
+
+_BLOCK_NAMES = {"self": "self-attention", "cross": "cross-attention", "ffn": "the feed-forward block"}
+
+
+def _glue_hints(blocks: Sequence[str], decoder: bool) -> dict[str, str]:
+    hints = {}
+    for block in blocks:
+        name = _BLOCK_NAMES[block]
+        if decoder and block == "self":
+            name = "masked self-attention"
+        hints[f"no_residual:{block}"] = f"has no residual connection around {name}: its input is not added back"
+        hints[f"outside:{block}"] = (f"adds the residual after the norm around {name}, x + norm(sublayer(x)); "
+                                     "post-norm is norm(x + sublayer(x)), pre-norm x + sublayer(norm(x))")
+    return hints
+
+
+ENCODER_GLUE_HINTS = _glue_hints(("self", "ffn"), decoder=False)
+DECODER_GLUE_HINTS = _glue_hints(("self", "cross", "ffn"), decoder=True)
+
+
+def _layer_inputs():
+    g = _generator(10)
+    x = torch.randn(2, 6, D_MODEL, generator=g)  # (batch, seq, d_model)
+    memory = torch.randn(2, 7, D_MODEL, generator=g)  # (batch, src_len, d_model)
+    src_mask = torch.ones(2, 1, 1, 7, dtype=torch.bool)
+    src_mask[1, ..., 5:] = False  # (batch, 1, 1, src_len)
+    enc_mask = torch.ones(2, 1, 1, 6, dtype=torch.bool)
+    enc_mask[1, ..., 4:] = False  # (batch, 1, 1, seq)
+    tgt_mask = enc_mask & causal_mask(6)  # (batch, 1, seq, seq)
+    return x, memory, enc_mask, tgt_mask, src_mask
+
+
+def _glue_verdict(out, reference, hints: dict, norm_first: bool, what: str) -> Verdict:
+    if _close(out, reference(None)):
+        return Verdict(True, f"equals course_lib's {what} built from your own sub-modules")
+    if _close(out, reference("placement")):
+        return Verdict(False, _placement_hint(norm_first))
+    for variant, hint in hints.items():
+        if _close(out, reference(variant)):
+            return Verdict(False, hint)
+    return Verdict(False, f"differs from course_lib's {what} built from your own sub-modules (largest difference "
+                          f"{_diff(out, reference(None)):.3g}): check the residual connections and where the norms sit")
+
+
+def compare_encoder_layer(factory, norm_first: bool = False) -> Verdict:
+    layer = factory(D_MODEL, N_HEADS, D_FF, norm_first=norm_first).eval()
+    randomize(layer, seed=11)
+    x, _, mask, _, _ = _layer_inputs()
+    with torch.no_grad():
+        if _eval_twice_differs(lambda: layer(x, mask)):
+            return Verdict(False, DROPOUT_HINT)
+        out = layer(x, mask)
+    calls = record_calls(layer, (x, mask))
+    _refuse_pytorch_attention(calls)
+    by_kind = {k: [c for c in calls if c.kind == k] for k in ("attention", "norm", "feed_forward")}
+    if [len(by_kind[k]) for k in ("attention", "norm", "feed_forward")] != [1, 2, 1]:
+        raise NotComparable(f"found {len(by_kind['attention'])} attention, {len(by_kind['norm'])} norm and "
+                            f"{len(by_kind['feed_forward'])} feed-forward calls; expected 1, 2 and 1")
+    given = _attention_inputs(by_kind["attention"][0])[3]
+    if given is None or not _same_mask(given, mask):
+        return Verdict(False, "calls self-attention without src_mask: padded positions are attended to")
+    problems = _sub_part_verdicts(calls, D_MODEL, D_FF)
+    if problems:
+        return Verdict(False, "; ".join(problems))
+    attn_module, ffn_module = by_kind["attention"][0].module, by_kind["feed_forward"][0].module
+    norms = [c.module for c in by_kind["norm"]]
+
+    def reference(variant):
+        with torch.no_grad():
+            return encoder_glue(x, mask, lambda q, k, v, m: _attend(attn_module, q, k, v, m), ffn_module, norms,
+                                norm_first, variant)
+
+    return _glue_verdict(out, reference, ENCODER_GLUE_HINTS, norm_first, "EncoderLayer")
+
+
+def compare_decoder_layer(factory, norm_first: bool = False) -> Verdict:
+    layer = factory(D_MODEL, N_HEADS, D_FF, norm_first=norm_first).eval()
+    randomize(layer, seed=12)
+    x, memory, _, tgt_mask, src_mask = _layer_inputs()
+    with torch.no_grad():
+        if _eval_twice_differs(lambda: layer(x, memory, tgt_mask, src_mask)):
+            return Verdict(False, DROPOUT_HINT)
+        out = layer(x, memory, tgt_mask, src_mask)
+    calls = record_calls(layer, (x, memory, tgt_mask, src_mask))
+    _refuse_pytorch_attention(calls)
+    attention = [c for c in calls if c.kind == "attention"]
+    norms = [c.module for c in calls if c.kind == "norm"]
+    ffns = [c for c in calls if c.kind == "feed_forward"]
+    if len(attention) != 2 or len(norms) != 3 or len(ffns) != 1:
+        raise NotComparable(f"found {len(attention)} attention, {len(norms)} norm and {len(ffns)} feed-forward calls; "
+                            "expected 2, 3 and 1")
+    reads_memory = [c for c in attention if _same(_attention_inputs(c)[1], memory)]
+    if not reads_memory:
+        return Verdict(False, "no attention reads the encoder's memory: cross-attention must take its keys and "
+                              "values from memory (query from the decoder)")
+    cross = reads_memory[0]
+    own = next(c for c in attention if c is not cross)
+    if not _same(_attention_inputs(cross)[2], memory):
+        return Verdict(False, "cross-attention takes its keys from memory but not its values")
+    own_mask, cross_mask = _attention_inputs(own)[3], _attention_inputs(cross)[3]
+    if own_mask is None or not _same_mask(own_mask, tgt_mask):
+        hint = ("without any mask" if own_mask is None else "with a mask other than tgt_mask")
+        return Verdict(False, f"calls masked self-attention {hint}: without the causal mask the decoder sees the "
+                              "future while training")
+    if cross_mask is None or not _same_mask(cross_mask, src_mask):
+        return Verdict(False, "calls cross-attention without src_mask: padded source positions are attended to")
+    if calls.index(own) > calls.index(cross):
+        return Verdict(False, "runs cross-attention before masked self-attention; the order is self-attention, "
+                              "cross-attention, feed-forward")
+    problems = _sub_part_verdicts(calls, D_MODEL, D_FF)
+    if problems:
+        return Verdict(False, "; ".join(problems))
+
+    def reference(variant):
+        with torch.no_grad():
+            return decoder_glue(x, memory, tgt_mask, src_mask,
+                                lambda q, k, v, m: _attend(own.module, q, k, v, m),
+                                lambda q, k, v, m: _attend(cross.module, q, k, v, m), ffns[0].module, norms,
+                                norm_first, variant)
+
+    return _glue_verdict(out, reference, DECODER_GLUE_HINTS, norm_first, "DecoderLayer")
+
+
+COMPARE: dict[str, Callable] = {
+    "token_embedding": compare_token_embedding,
+    "positional_encoding": compare_positional_encoding,
+    "attention": compare_attention,
+    "multi_head_attention": compare_multi_head_attention,
+    "padding_mask": compare_padding_mask,
+    "causal_mask": compare_causal_mask,
+    "layer_norm": compare_layer_norm,
+    "feed_forward": compare_feed_forward,
+    "encoder_layer": compare_encoder_layer,
+    "decoder_layer": compare_decoder_layer,
+}
+
+
+def compare_part(name: str, part, norm_first: bool = False) -> Verdict:
+    """Compare one part with its twin (see the module docstring); ``ok`` is None when it cannot be matched."""
+    torch.manual_seed(0)
+    try:
+        if name in ("encoder_layer", "decoder_layer"):
+            return COMPARE[name](part, norm_first=norm_first)
+        return COMPARE[name](part)
+    except NotComparable as reason:
+        return Verdict(None, f"not comparable number for number ({reason})")

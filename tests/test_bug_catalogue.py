@@ -1,0 +1,458 @@
+"""The bug finder against a catalogue of realistic student mistakes and of correct parts written differently.
+
+Every planted bug must be named (stage 1 of ``find_my_bug``, no training) with a hint a student can act on;
+no correct variant may ever be called a bug, whatever its attribute names, creation order or style
+(einsum, ``torch.where``, ``nn.Sequential``, a fused Q/K/V projection, ``F.layer_norm``, raw parameters).
+"""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from course_lib import part_compare
+from course_lib.attention import MultiHeadAttention, scaled_dot_product_attention
+from course_lib.diagnosis import find_my_bug
+from course_lib.embeddings import TokenEmbedding, sinusoidal_table
+from course_lib.layers import DecoderLayer, EncoderLayer, LayerNorm, PositionwiseFeedForward
+from course_lib.masks import causal_mask, padding_mask
+
+
+def course_encoder_layer(d_model, n_heads, d_ff, norm_first=False):
+    return EncoderLayer(d_model, n_heads, d_ff, 0.0, norm_first)
+
+
+def course_decoder_layer(d_model, n_heads, d_ff, norm_first=False):
+    return DecoderLayer(d_model, n_heads, d_ff, 0.0, norm_first)
+
+
+GOOD = {"token_embedding": TokenEmbedding, "positional_encoding": sinusoidal_table,
+        "attention": scaled_dot_product_attention, "multi_head_attention": MultiHeadAttention,
+        "padding_mask": padding_mask, "causal_mask": causal_mask, "layer_norm": LayerNorm,
+        "feed_forward": PositionwiseFeedForward, "encoder_layer": course_encoder_layer,
+        "decoder_layer": course_decoder_layer}
+
+
+# ----------------------------------------------------------------------------- building blocks for the variants
+
+def attend(q, k, v, mask=None, scale=True, axis=-1, fill=None, invert=False):
+    scores = q @ k.transpose(-2, -1)  # (..., q_len, k_len)
+    if scale:
+        scores = scores / math.sqrt(q.size(-1))
+    if mask is not None:
+        scores = scores.masked_fill(mask if invert else ~mask, -1e9 if fill is None else fill)
+    weights = scores.softmax(dim=axis)
+    return weights @ v, weights
+
+
+class Embedding(nn.Module):
+    def __init__(self, vocab_size, d_model, pad_id=0, scale="d", padding=True, std=None):
+        super().__init__()
+        self.table = nn.Embedding(vocab_size, d_model, padding_idx=pad_id if padding else None)
+        nn.init.normal_(self.table.weight, std=d_model**-0.5 if std is None else std)
+        if padding:
+            with torch.no_grad():
+                self.table.weight[pad_id].zero_()
+        self.d_model, self.scale = d_model, scale
+
+    def forward(self, ids):
+        factor = {"d": math.sqrt(self.d_model), "none": 1.0, "seq": math.sqrt(ids.size(-1)),
+                  "double": self.d_model}[self.scale]
+        return self.table(ids) * factor
+
+
+def table(max_len, d_model, index_twice=False, swap=False, base=10000.0, cos_offset=0):
+    pe = torch.zeros(max_len, d_model)
+    position = torch.arange(max_len, dtype=torch.float)[:, None]  # (max_len, 1)
+    for i in range(0, d_model, 2):
+        exponent = (2 * i if index_twice else i) / d_model
+        pe[:, i] = (torch.cos if swap else torch.sin)(position[:, 0] / base**exponent)
+        pe[:, i + 1] = (torch.sin if swap else torch.cos)(position[:, 0] / base ** ((i + cos_offset) / d_model))
+    return pe
+
+
+class MHA(nn.Module):
+    """A multi-head attention a student might write; the flags plant one mistake each."""
+
+    def __init__(self, d_model, n_heads, merge_transpose=True, scale=True, use_out=True, eval_dropout=False):
+        super().__init__()
+        self.h, self.d = n_heads, d_model // n_heads
+        self.wq, self.wk, self.wv = (nn.Linear(d_model, d_model) for _ in range(3))
+        self.wo = nn.Linear(d_model, d_model)
+        self.merge_transpose, self.scale, self.use_out, self.eval_dropout = merge_transpose, scale, use_out, eval_dropout
+
+    def forward(self, query, key, value, mask=None):
+        b, n, _ = query.shape
+        q = self.wq(query).view(b, -1, self.h, self.d).transpose(1, 2)  # (b, h, n, d)
+        k = self.wk(key).view(b, -1, self.h, self.d).transpose(1, 2)
+        v = self.wv(value).view(b, -1, self.h, self.d).transpose(1, 2)
+        out, _ = attend(q, k, v, mask, scale=self.scale)
+        if self.eval_dropout:
+            out = F.dropout(out, 0.1, training=True)
+        merged = (out.transpose(1, 2) if self.merge_transpose else out).reshape(b, n, self.h * self.d)
+        return self.wo(merged) if self.use_out else merged
+
+
+class Norm(nn.Module):
+    def __init__(self, d_model, mistake=None):
+        super().__init__()
+        self.gamma, self.beta = nn.Parameter(torch.ones(d_model)), nn.Parameter(torch.zeros(d_model))
+        self.mistake = mistake
+
+    def forward(self, x):
+        mean = x.mean(-1, keepdim=True)
+        if self.mistake == "unbiased_eps_outside":
+            return self.gamma * (x - mean) / (x.std(-1, keepdim=True) + 1e-5) + self.beta
+        var = x.var(-1, keepdim=True, unbiased=False)
+        if self.mistake == "no_eps":
+            return self.gamma * (x - mean) / var.sqrt() + self.beta
+        if self.mistake == "eps_outside":
+            return self.gamma * (x - mean) / (var.sqrt() + 1e-5) + self.beta
+        if self.mistake == "no_beta":
+            return self.gamma * (x - mean) / torch.sqrt(var + 1e-5)
+        return self.gamma * (x - mean) / torch.sqrt(var + 1e-5) + self.beta
+
+
+class FFN(nn.Module):
+    def __init__(self, d_model, d_ff, mistake=None):
+        super().__init__()
+        self.up, self.down = nn.Linear(d_model, d_ff), nn.Linear(d_ff, d_model)
+        self.mistake = mistake
+
+    def forward(self, x):
+        if self.mistake == "no_relu":
+            return self.down(self.up(x))
+        if self.mistake == "relu_after":
+            return torch.relu(self.down(self.up(x)))
+        if self.mistake == "residual":
+            return x + self.down(torch.relu(self.up(x)))
+        return self.down(torch.relu(self.up(x)))
+
+
+class Encoder(nn.Module):
+    def __init__(self, d_model, n_heads, d_ff, norm_first=False, mistake=None):
+        super().__init__()
+        self.attn, self.ff = MultiHeadAttention(d_model, n_heads), PositionwiseFeedForward(d_model, d_ff)
+        self.n1, self.n2 = LayerNorm(d_model), LayerNorm(d_model)
+        self.norm_first, self.mistake = norm_first, mistake
+
+    def forward(self, x, mask):
+        m = self.mistake
+        pre = self.norm_first != (m == "placement")
+        if m == "no_mask":
+            mask_used = None
+        else:
+            mask_used = mask
+        if pre:
+            h = self.n1(x)
+            x = x + self.attn(h, h, h, mask=mask_used)
+            return x + self.ff(self.n2(x))
+        x = self.n1((0 if m == "no_residual" else x) + self.attn(x, x, x, mask=mask_used))
+        out = self.n2(x + self.ff(x))
+        return F.dropout(out, 0.1, training=True) if m == "dropout" else out
+
+
+class Decoder(nn.Module):
+    def __init__(self, d_model, n_heads, d_ff, norm_first=False, mistake=None):
+        super().__init__()
+        self.self_attn, self.cross_attn = MultiHeadAttention(d_model, n_heads), MultiHeadAttention(d_model, n_heads)
+        self.ff = PositionwiseFeedForward(d_model, d_ff)
+        self.norms = nn.ModuleList(LayerNorm(d_model) for _ in range(3))
+        self.norm_first, self.mistake = norm_first, mistake
+
+    def forward(self, x, memory, tgt_mask, src_mask):
+        m = self.mistake
+        n1, n2, n3 = self.norms
+        own_mask = None if m == "no_causal" else tgt_mask
+        source = x if m == "cross_reads_target" else memory
+        if self.norm_first != (m == "placement"):
+            h = n1(x)
+            x = x + self.self_attn(h, h, h, mask=own_mask)
+            h = n2(x)
+            x = x + self.cross_attn(h, source, source, mask=src_mask if m != "cross_reads_target" else tgt_mask)
+            return x + self.ff(n3(x))
+        x = n1(x + self.self_attn(x, x, x, mask=own_mask))
+        cross = self.cross_attn(x, source, source, mask=src_mask if m != "cross_reads_target" else tgt_mask)
+        x = n2(cross if m == "no_residual_cross" else x + cross)
+        if m == "residual_outside_norm":
+            return x + n3(self.ff(x))
+        return n3(x + self.ff(x))
+
+
+def factory(cls, **fixed):
+    """A factory with the part's constructor signature that plants ``fixed`` settings."""
+    def build(*args, **kwargs):
+        return cls(*args, **{**kwargs, **fixed})
+    build.__name__ = cls.__name__
+    return build
+
+
+# ----------------------------------------------------------------------------- the catalogue
+
+BUGS = [
+    # (part, planted mistake, words the evidence must contain)
+    ("token_embedding", factory(Embedding, scale="seq"), "sqrt(sequence length)"),
+    ("token_embedding", factory(Embedding, scale="none"), "not multiplied by sqrt(d_model)"),
+    ("token_embedding", factory(Embedding, scale="double"), "applied twice"),
+    ("token_embedding", factory(Embedding, padding=False), "<pad>"),
+    ("token_embedding", factory(Embedding, std=1.0), "standard deviation"),
+    ("positional_encoding", lambda n, d: table(n, d, index_twice=True), "counted twice"),
+    ("positional_encoding", lambda n, d: table(n, d, swap=True), "swapped"),
+    ("positional_encoding", lambda n, d: table(n, d, base=1000.0), "base is 1,000"),
+    ("positional_encoding", lambda n, d: table(n, d, cos_offset=1), "different frequency"),
+    ("attention", lambda q, k, v, mask=None: attend(q, k, v, mask, scale=False), "not divided by sqrt(d_k)"),
+    ("attention", lambda q, k, v, mask=None: attend(q, k, v, mask, axis=-2), "masked"),
+    ("attention", lambda q, k, v, mask=None: attend(q, k, v, mask, invert=True), "masked"),
+    ("attention", lambda q, k, v, mask=None: attend(q, k, v, mask, fill=0.0), "masked"),
+    ("multi_head_attention", factory(MHA, merge_transpose=False), "without transposing"),
+    ("multi_head_attention", factory(MHA, scale=False), "not divided by sqrt(d_k)"),
+    ("multi_head_attention", factory(MHA, use_out=False), "output projection"),
+    ("multi_head_attention", factory(MHA, eval_dropout=True), "dropout"),
+    ("padding_mask", lambda ids, pad_id=0: (ids == pad_id)[:, None, None, :], "inverted"),
+    ("padding_mask", lambda ids, pad_id=0: (ids != 0)[:, None, None, :], "pad_id"),
+    ("causal_mask", lambda size: torch.ones(size, size, dtype=torch.bool).tril(-1), "itself"),
+    ("causal_mask", lambda size: torch.ones(size, size, dtype=torch.bool).triu(1), "inverted"),
+    ("layer_norm", factory(Norm, mistake="unbiased_eps_outside"), "unbiased"),
+    ("layer_norm", factory(Norm, mistake="no_eps"), "eps"),
+    ("layer_norm", factory(Norm, mistake="eps_outside"), "outside the square root"),
+    ("layer_norm", factory(Norm, mistake="no_beta"), "beta"),
+    ("feed_forward", factory(FFN, mistake="no_relu"), "no ReLU"),
+    ("feed_forward", factory(FFN, mistake="relu_after"), "after the second"),
+    ("feed_forward", factory(FFN, mistake="residual"), "residual"),
+    ("encoder_layer", factory(Encoder, mistake="placement"), "pre-norm"),
+    ("encoder_layer", factory(Encoder, mistake="no_residual"), "residual"),
+    ("encoder_layer", factory(Encoder, mistake="no_mask"), "mask"),
+    ("encoder_layer", factory(Encoder, mistake="dropout"), "dropout"),
+    ("decoder_layer", factory(Decoder, mistake="no_residual_cross"), "around cross-attention"),
+    ("decoder_layer", factory(Decoder, mistake="cross_reads_target"), "memory"),
+    ("decoder_layer", factory(Decoder, mistake="no_causal"), "future"),
+    ("decoder_layer", factory(Decoder, mistake="placement"), "pre-norm"),
+    ("decoder_layer", factory(Decoder, mistake="residual_outside_norm"), "residual after the norm around the feed-forward"),
+]
+
+
+# ----------------------------------------------------------------------------- correct parts written differently
+
+class RawEmbedding(nn.Module):
+    """A raw parameter table (transposed: d_model x vocab), index_select, pad row zeroed by hand."""
+
+    def __init__(self, vocab_size, d_model, pad_id=0):
+        super().__init__()
+        self.pad_id = pad_id
+        self.weight_t = nn.Parameter(torch.randn(d_model, vocab_size) / math.sqrt(d_model))
+        with torch.no_grad():
+            self.weight_t[:, pad_id] = 0.0
+
+    def forward(self, ids):
+        rows = self.weight_t.T.index_select(0, ids.reshape(-1)).view(*ids.shape, -1)  # (batch, seq, d_model)
+        return rows * self.weight_t.size(0) ** 0.5
+
+
+def pe_with_exp(max_len, d_model):
+    position = torch.arange(max_len).unsqueeze(1)  # (max_len, 1)
+    div = torch.exp(torch.arange(0, d_model, 2) * (-math.log(10000.0) / d_model))  # (d_model / 2,)
+    pe = torch.zeros(max_len, d_model)
+    pe[:, 0::2], pe[:, 1::2] = torch.sin(position * div), torch.cos(position * div)
+    return pe
+
+
+def attention_einsum_where(q, k, v, mask=None):
+    scores = torch.einsum("...qd,...kd->...qk", q, k) / q.size(-1) ** 0.5  # (..., q_len, k_len)
+    if mask is not None:
+        scores = torch.where(mask, scores, torch.tensor(float("-inf")))
+    weights = torch.softmax(scores, dim=-1).nan_to_num(0.0)
+    return torch.einsum("...qk,...kd->...qd", weights, v), weights
+
+
+class OutFirstMHA(nn.Module):
+    """Output projection created first, other names."""
+
+    def __init__(self, d_model, n_heads):
+        super().__init__()
+        self.mix = nn.Linear(d_model, d_model)
+        self.to_v, self.to_k, self.to_q = (nn.Linear(d_model, d_model) for _ in range(3))
+        self.n_heads = n_heads
+
+    def forward(self, query, key, value, mask=None):
+        b, n, d = query.shape
+        h = self.n_heads
+        q, k, v = (f(x).view(b, -1, h, d // h).transpose(1, 2)
+                   for f, x in ((self.to_q, query), (self.to_k, key), (self.to_v, value)))
+        out, _ = scaled_dot_product_attention(q, k, v, mask)
+        return self.mix(out.transpose(1, 2).reshape(b, n, d))
+
+
+class FusedEinsumMHA(nn.Module):
+    """One fused (3 d_model x d_model) projection; einsum for the heads."""
+
+    def __init__(self, d_model, n_heads):
+        super().__init__()
+        self.qkv = nn.Linear(d_model, 3 * d_model)
+        self.proj = nn.Linear(d_model, d_model)
+        self.n_heads = n_heads
+
+    def forward(self, query, key, value, mask=None):
+        d = query.size(-1)
+        w_q, w_k, w_v = self.qkv.weight.split(d)
+        b_q, b_k, b_v = self.qkv.bias.split(d)
+        h = self.n_heads
+
+        def heads(x, w, bias):
+            y = torch.einsum("bnd,ed->bne", x, w) + bias  # (batch, seq, d_model)
+            return y.unflatten(-1, (h, d // h)).transpose(1, 2)  # (batch, h, seq, d_head)
+
+        out, _ = attention_einsum_where(heads(query, w_q, b_q), heads(key, w_k, b_k), heads(value, w_v, b_v), mask)
+        return self.proj(out.transpose(1, 2).flatten(-2))
+
+
+class RawParameterMHA(nn.Module):
+    """Raw (in x out) matrices used as x @ W, no biases."""
+
+    def __init__(self, d_model, n_heads):
+        super().__init__()
+        self.W = nn.ParameterList(nn.Parameter(torch.randn(d_model, d_model) / d_model**0.5) for _ in range(4))
+        self.n_heads = n_heads
+
+    def forward(self, query, key, value, mask=None):
+        b, n, d = query.shape
+        h = self.n_heads
+        q, k, v = ((x @ w).view(b, -1, h, d // h).transpose(1, 2) for x, w in zip((query, key, value), list(self.W)[:3], strict=True))
+        out, _ = scaled_dot_product_attention(q, k, v, mask)
+        return out.transpose(1, 2).reshape(b, n, d) @ self.W[3]
+
+
+class BetaFirstNorm(nn.Module):
+    def __init__(self, d_model):
+        super().__init__()
+        self.shift = nn.Parameter(torch.zeros(d_model))
+        self.scale = nn.Parameter(torch.ones(d_model))
+
+    def forward(self, x):
+        return F.layer_norm(x, x.shape[-1:], self.scale, self.shift, 1e-5)
+
+
+class RsqrtNorm(nn.Module):
+    def __init__(self, d_model, eps=1e-5):
+        super().__init__()
+        self.g, self.b, self.eps = nn.Parameter(torch.ones(d_model)), nn.Parameter(torch.zeros(d_model)), eps
+
+    def forward(self, x):
+        centered = x - x.mean(-1, keepdim=True)
+        return centered * torch.rsqrt(centered.pow(2).mean(-1, keepdim=True) + self.eps) * self.g + self.b
+
+
+def sequential_ffn(d_model, d_ff):
+    return nn.Sequential(nn.Linear(d_model, d_ff), nn.ReLU(), nn.Linear(d_ff, d_model))
+
+
+class ReorderedEncoder(nn.Module):
+    """Feed-forward created first, norms in a ModuleList, the student's own sub-parts."""
+
+    def __init__(self, d_model, n_heads, d_ff, norm_first=False):
+        super().__init__()
+        self.block = sequential_ffn(d_model, d_ff)
+        self.norms = nn.ModuleList([BetaFirstNorm(d_model), RsqrtNorm(d_model)])
+        self.mixer = OutFirstMHA(d_model, n_heads)
+        self.norm_first = norm_first
+
+    def forward(self, x, src_mask):
+        first, second = self.norms
+        if self.norm_first:
+            h = first(x)
+            x = x + self.mixer(h, h, h, mask=src_mask)
+            return x + self.block(second(x))
+        x = first(x + self.mixer(x, x, x, mask=src_mask))
+        return second(x + self.block(x))
+
+
+class CrossFirstDecoder(nn.Module):
+    """Cross-attention created before self-attention; masks passed by keyword."""
+
+    def __init__(self, d_model, n_heads, d_ff, norm_first=False):
+        super().__init__()
+        self.src_attention = FusedEinsumMHA(d_model, n_heads)
+        self.tgt_attention = RawParameterMHA(d_model, n_heads)
+        self.ffn = sequential_ffn(d_model, d_ff)
+        self.ln = nn.ModuleList(LayerNorm(d_model) for _ in range(3))
+        self.norm_first = norm_first
+
+    def forward(self, x, memory, tgt_mask, src_mask):
+        a, b, c = self.ln
+        if self.norm_first:
+            h = a(x)
+            x = x + self.tgt_attention(h, h, h, mask=tgt_mask)
+            x = x + self.src_attention(b(x), memory, memory, mask=src_mask)
+            return x + self.ffn(c(x))
+        x = a(x + self.tgt_attention(query=x, key=x, value=x, mask=tgt_mask))
+        x = b(x + self.src_attention(query=x, key=memory, value=memory, mask=src_mask))
+        return c(x + self.ffn(x))
+
+
+CORRECT = [
+    ("token_embedding", RawEmbedding),
+    ("positional_encoding", pe_with_exp),
+    ("attention", attention_einsum_where),
+    ("multi_head_attention", OutFirstMHA),
+    ("multi_head_attention", FusedEinsumMHA),
+    ("multi_head_attention", RawParameterMHA),
+    ("padding_mask", lambda ids, pad_id=0: ids.ne(pad_id).unsqueeze(1).unsqueeze(2)),
+    ("causal_mask", lambda size: torch.arange(size)[:, None] >= torch.arange(size)[None, :]),
+    ("layer_norm", BetaFirstNorm),
+    ("layer_norm", RsqrtNorm),
+    ("feed_forward", sequential_ffn),
+    ("encoder_layer", ReorderedEncoder),
+    ("decoder_layer", CrossFirstDecoder),
+    *GOOD.items(),
+]
+
+
+def _id(entry):
+    return f"{entry[0]}-{getattr(entry[1], '__name__', 'fn')}"
+
+
+@pytest.mark.parametrize(("part", "buggy", "words"), BUGS, ids=[f"{b[0]}-{i}" for i, b in enumerate(BUGS)])
+def test_every_planted_bug_is_named_with_its_hint(part, buggy, words):
+    report = find_my_bug({part: buggy}, train_steps=0)
+    assert report.faulty[:1] == [part], str(report)
+    evidence = next(f.evidence for f in report.findings if f.part == part)
+    assert words in evidence, evidence
+
+
+@pytest.mark.parametrize("norm_first", [False, True])
+@pytest.mark.parametrize(("part", "correct"), CORRECT, ids=[_id(c) for c in CORRECT])
+def test_no_correct_variant_is_called_a_bug(part, correct, norm_first):
+    if norm_first and part not in ("encoder_layer", "decoder_layer"):
+        pytest.skip("the placement matters for the layers only")
+    verdict = part_compare.compare_part(part, correct, norm_first=norm_first)
+    assert verdict.ok is True, verdict.evidence
+
+
+def test_the_catalogue_is_big_enough():
+    assert len(BUGS) >= 25 and {b[0] for b in BUGS} == set(GOOD)
+    assert len([c for c in CORRECT if c[1] is not GOOD.get(c[0])]) >= 8
+
+
+def test_a_planted_bug_is_named_first_among_all_ten_parts():
+    """With all ten parts supplied, the one planted mistake is the first (here: the only) part named."""
+    buggy = {**GOOD, "decoder_layer": factory(Decoder, mistake="no_residual_cross")}
+    report = find_my_bug(buggy, train_steps=0)
+    assert report.faulty == ["decoder_layer"], str(report)
+
+
+def test_a_layer_built_on_a_buggy_attention_names_the_attention_first():
+    """The student's encoder layer uses their own (buggy) multi-head attention: the root cause comes first."""
+
+    class LayerOnBuggyAttention(Encoder):
+        def __init__(self, d_model, n_heads, d_ff, norm_first=False):
+            super().__init__(d_model, n_heads, d_ff, norm_first)
+            self.attn = MHA(d_model, n_heads, merge_transpose=False)
+
+    parts = {"multi_head_attention": factory(MHA, merge_transpose=False), "encoder_layer": LayerOnBuggyAttention}
+    report = find_my_bug(parts, train_steps=0)
+    assert report.faulty == ["multi_head_attention", "encoder_layer"], str(report)
+    layer = next(f.evidence for f in report.findings if f.part == "encoder_layer")
+    assert "its multi-head attention differs" in layer

@@ -50,29 +50,25 @@ class _AttentionWithFunction(MultiHeadAttention):
         return (output, weights) if return_attention else output
 
 
-def _twin_weights(inner: nn.Module, d_model: int, n_heads: int, query, key, value, mask) -> torch.Tensor | None:
-    """Attention weights of a supplied multi-head attention, computed by course_lib's with the same projections.
+def _twin_weights(recorder: AttentionRecorder, query, key, value, mask) -> torch.Tensor | None:
+    """Attention weights of a supplied multi-head attention, computed by course_lib's attention with the part's
+    own projections, matched by role (:func:`course_lib.part_compare.match_mha_projections`: the assignment
+    of its projections to W_q, W_k, W_v, W_o that reproduces its output, whatever their names or order).
+    None when no assignment does (the part is not course_lib's attention with other names)."""
+    from .part_compare import match_mha_projections, mha_weights
 
-    Possible when the part holds exactly four ``d_model x d_model`` projections, in the order q, k, v, out
-    (stage 1 of ``find_my_bug`` checks that the two then agree); otherwise None.
-    """
-    linears = [m for m in inner.modules() if isinstance(m, nn.Linear)]
-    if len(linears) != 4 or any(tuple(m.weight.shape) != (d_model, d_model) for m in linears):
+    if recorder.roles is None:
+        recorder.roles = match_mha_projections(recorder.inner, query, key, value, mask, recorder.n_heads) or ()
+    if not recorder.roles:
         return None
-    twin = MultiHeadAttention(d_model, n_heads).to(query.device).eval()
-    with torch.no_grad():
-        for mine, theirs in zip(linears, (twin.q_proj, twin.k_proj, twin.v_proj, twin.out_proj), strict=True):
-            theirs.weight.copy_(mine.weight)
-            theirs.bias.copy_(mine.bias if mine.bias is not None else torch.zeros_like(theirs.bias))
-        _, weights = twin(query, key, value, mask=mask, return_attention=True)  # (batch, n_heads, q_len, k_len)
-    return weights.detach()
+    return mha_weights(query, key, mask, recorder.roles, recorder.n_heads)
 
 
 class AttentionRecorder(nn.Module):
     """Wraps a supplied multi-head attention so that ``course_lib.model.record_attention`` sees its weights.
 
-    The supplied part computes the output; when recording is on, the weights come from a course_lib twin
-    with the same four projections (see :func:`_twin_weights`).
+    The supplied part computes the output; when recording is on, the weights come from course_lib's attention
+    with the part's own four projections, matched by role (see :func:`_twin_weights`).
 
     Args:
         inner: the supplied multi-head attention module.
@@ -88,11 +84,12 @@ class AttentionRecorder(nn.Module):
         self.d_model, self.n_heads = d_model, n_heads
         self.keep_attention = False
         self.last_attention: torch.Tensor | None = None
+        self.roles = None  # the part's projections as (W_q, W_k, W_v, W_o), found on the first recording
 
     def forward(self, query, key, value, mask=None):
         output = self.inner(query, key, value, mask=mask)  # (batch, q_len, d_model)
         if self.keep_attention:
-            self.last_attention = _twin_weights(self.inner, self.d_model, self.n_heads, query, key, value, mask)
+            self.last_attention = _twin_weights(self, query, key, value, mask)
         return output
 
 

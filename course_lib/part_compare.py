@@ -408,6 +408,26 @@ def _mha_inputs():
     return query, key, value, mask
 
 
+@torch.no_grad()
+def match_mha_projections(module: nn.Module, query, key, value, mask, n_heads: int) -> tuple[Unit, ...] | None:
+    """Which of ``module``'s projections play W_q, W_k, W_v, W_o: the assignment that reproduces its output."""
+    out = _first(module(query, key, value, mask=mask))
+    for candidate in assignments(linear_units(module, query.size(-1), query.size(-1)), 4):
+        if _close(out, mha_reference(query, key, value, mask, candidate, n_heads, None)):
+            return candidate
+    return None
+
+
+@torch.no_grad()
+def mha_weights(query, key, mask, units: Sequence[Unit], n_heads: int) -> torch.Tensor:
+    """The attention weights ``(batch, n_heads, q_len, k_len)`` of course_lib's attention with ``units``."""
+    batch, q_len, d_model = query.shape
+    d_head = d_model // n_heads
+    q = units[0](query).view(batch, q_len, n_heads, d_head).transpose(1, 2)  # (batch, n_heads, q_len, d_head)
+    k = units[1](key).view(batch, key.size(1), n_heads, d_head).transpose(1, 2)  # (batch, n_heads, k_len, d_head)
+    return attention_reference(q, k, k, mask, None)[1]
+
+
 def compare_mha_module(module: nn.Module, n_heads: int = N_HEADS, d_model: int = D_MODEL) -> Verdict:
     """Compare an already built multi-head attention (e.g. one found inside a student's layer)."""
     module.eval()

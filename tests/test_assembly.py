@@ -243,3 +243,39 @@ def test_record_attention_sees_a_supplied_multi_head_attention():
         theirs.load_state_dict(mine.state_dict())
     with torch.no_grad():
         assert torch.allclose(recorder(x, memory, memory), twin(x, memory, memory), atol=1e-5)
+
+
+def test_record_attention_matches_projections_by_role_not_by_order():
+    """A correct attention that creates its output projection first: the recorded weights are still right."""
+    from course_lib.assembly import AttentionRecorder
+    from course_lib.attention import MultiHeadAttention
+
+    class OutFirst(nn.Module):
+        def __init__(self, d_model, n_heads):
+            super().__init__()
+            self.mix = nn.Linear(d_model, d_model)  # created first: registration order is out, v, k, q
+            self.to_v, self.to_k, self.to_q = (nn.Linear(d_model, d_model) for _ in range(3))
+            self.h = n_heads
+
+        def forward(self, query, key, value, mask=None):
+            b, n, d = query.shape
+            q, k, v = (f(x).view(b, -1, self.h, d // self.h).transpose(1, 2)  # (b, h, len, d_head)
+                       for f, x in ((self.to_q, query), (self.to_k, key), (self.to_v, value)))
+            weights = (q @ k.transpose(-2, -1) / math.sqrt(d // self.h))
+            if mask is not None:
+                weights = weights.masked_fill(~mask, -1e9)
+            return self.mix((weights.softmax(-1) @ v).transpose(1, 2).reshape(b, n, d))
+
+    torch.manual_seed(0)
+    part = OutFirst(16, 4).eval()
+    recorder = AttentionRecorder(part, 16, 4)
+    twin = MultiHeadAttention(16, 4).eval()
+    for mine, theirs in ((part.to_q, twin.q_proj), (part.to_k, twin.k_proj), (part.to_v, twin.v_proj),
+                         (part.mix, twin.out_proj)):
+        theirs.load_state_dict(mine.state_dict())
+    x, memory = torch.randn(2, 5, 16), torch.randn(2, 7, 16)
+    recorder.keep_attention = True
+    with torch.no_grad():
+        recorder(x, memory, memory)
+        _, expected = twin(x, memory, memory, return_attention=True)
+    assert torch.allclose(recorder.last_attention, expected, atol=1e-5)

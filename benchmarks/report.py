@@ -141,7 +141,7 @@ def run_header(run: str, pipelines: dict[str, list[dict]]) -> str:
              f"`benchmarks/real_data.py --epochs {args['epochs']} --threads {args['threads']} {flags}` on "
              f"`{args['data_dir']}` ({', '.join(args['splits'])}); {machine['cpu']}, {machine['cores']} cores, "
              f"torch {machine['torch']}; commits {', '.join(commits)}; {', '.join(dates)}.", ""]
-    for p, rs in pipelines.items():
+    for p, rs in sorted(pipelines.items(), key=lambda item: list(PIPELINE_NAMES).index(item[0])):
         done = ", ".join(map(str, seeds[p])) or "none"
         extra = "; unfinished: " + ", ".join(f"seed {s} after {n} epochs" for s, n in partial[p]) if partial[p] else ""
         lines.append(f"- {PIPELINE_NAMES.get(p, p)}: {rs[0]['parameters']:,} parameters; seeds finished: {done}{extra}.")

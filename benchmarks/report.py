@@ -215,6 +215,8 @@ def time_table(pipelines: dict[str, list[dict]]) -> str:
 def comparison(pipelines: dict[str, list[dict]], a: str = "course", b: str = "classic") -> str:
     """One computed sentence: the difference of the means after the last epoch and from which epoch ``a`` leads."""
     ra, rb = complete(pipelines.get(a, [])), complete(pipelines.get(b, []))
+    common = {r["seed"] for r in ra} & {r["seed"] for r in rb}  # compare over the same seeds only
+    ra, rb = [r for r in ra if r["seed"] in common], [r for r in rb if r["seed"] in common]
     if not ra or not rb:
         return ""
     last = min(len(ra[0]["epochs"]), len(rb[0]["epochs"]))
@@ -225,7 +227,7 @@ def comparison(pipelines: dict[str, list[dict]], a: str = "course", b: str = "cl
     diff = means[-1][0] - means[-1][1]
     where = f"ahead after every epoch from epoch {lead_from} on" if lead_from else "not ahead at the last epoch"
     return (f"After epoch {last}, {PIPELINE_SHORT[a]} minus {PIPELINE_SHORT[b]}: {diff:+.1f} lower-cased test BLEU "
-            f"(means over {len(ra)} and {len(rb)} seeds); {PIPELINE_SHORT[a]} is {where}.")
+            f"(means over the {len(ra)} seed{'s' if len(ra) > 1 else ''} both finished); {PIPELINE_SHORT[a]} is {where}.")
 
 
 def render_run(run: str, pipelines: dict[str, list[dict]]) -> str:

@@ -158,7 +158,7 @@ def test_report_statistics_and_comparison():
     course = [_record("course", s, [1, 2, 3], [10, 20, 33]) for s in range(3)]
     classic = [_record("classic", s, [1, 2, 3], [12, 18, 30]) for s in range(3)]
     sentence = report.comparison({"course": course, "classic": classic})
-    assert "+3.0 lower-cased test BLEU" in sentence and "from epoch 2 on" in sentence
+    assert "+3.0 lower-cased test BLEU" in sentence and "from epoch 2 on" in sentence and "3 seeds both" in sentence
     unfinished = [_record("course", 0, [1, 2, 3], [10, 20, 33], complete=False)]
     assert report.comparison({"course": unfinished, "classic": classic}) == ""  # no claim without finished seeds
 
@@ -177,3 +177,11 @@ def test_generated_prose_matches_the_results_files():
     stale = [str(path.relative_to(report.ROOT)) for path, text in report.expected().items()
              if not path.exists() or path.read_text(encoding="utf-8") != text]
     assert not stale, f"out of date with benchmarks/results: {stale}; run python benchmarks/report.py"
+
+
+def test_report_compares_over_the_seeds_both_pipelines_finished():
+    report = _load("report")
+    course = [_record("course", 0, [1, 2, 3], [10, 20, 30])]
+    classic = [_record("classic", s, [1, 2, 3], [9, 19, 29 - 10 * s]) for s in range(2)]  # seed 1 far worse
+    sentence = report.comparison({"course": course, "classic": classic})
+    assert "+1.0 lower-cased test BLEU" in sentence and "the 1 seed both finished" in sentence

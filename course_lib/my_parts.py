@@ -20,6 +20,7 @@ imports at the top; an import of another saved part goes in the cell itself, so 
 from __future__ import annotations
 
 import importlib
+import json
 import sys
 from pathlib import Path
 
@@ -143,6 +144,29 @@ def _not_written(error: Exception) -> bool:
     return isinstance(error, PartContractError) and isinstance(error.__cause__, NotImplementedError)
 
 
+_REFUSED = ".refused.json"  # {module: why its last %%my_part cell was not saved}, next to the saved parts
+
+
+def _remember_refusal(module: str, reason: str | None, directory: str | Path = ".", package: str = MY_PACKAGE) -> None:
+    """Record (or, with ``reason`` None, clear) that the last ``%%my_part module`` cell was refused."""
+    path = Path(directory) / package / _REFUSED
+    refused = json.loads(path.read_text(encoding="utf-8")) if path.is_file() else {}
+    if reason is None:
+        if module not in refused:
+            return
+        refused.pop(module)
+    else:
+        refused[module] = reason
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(refused, indent=1) + "\n", encoding="utf-8")
+
+
+def last_refusal(module: str, directory: str | Path = ".", package: str = MY_PACKAGE) -> str | None:
+    """Why the last ``%%my_part module`` cell was refused, or None if it was saved."""
+    path = Path(directory) / package / _REFUSED
+    return json.loads(path.read_text(encoding="utf-8")).get(module) if path.is_file() else None
+
+
 def my_part(line: str, cell: str) -> None:
     """The ``%%my_part <module>`` cell magic: save the cell as ``my_transformer/<module>.py``, check it."""
     module = line.strip()
@@ -151,11 +175,17 @@ def my_part(line: str, cell: str) -> None:
     try:
         checked = keep_part(module, cell)
     except PartContractError as error:
-        if not _not_written(error):
-            raise
-        print(f"⏳ not saved yet: replace `raise NotImplementedError` with your {module.replace('_', ' ')} and run "
-              "the cell again")
+        if _not_written(error):
+            print(f"⏳ not saved yet: replace `raise NotImplementedError` with your {module.replace('_', ' ')} and run "
+                  "the cell again")
+            return
+        reason = f"{error.part} {error.promise}"
+        _remember_refusal(module, reason)
+        kept = ("your previous version is kept" if (Path(".") / MY_PACKAGE / f"{module}.py").exists()
+                else "nothing is saved")
+        print(f"❌ not saved: {reason}. Fix the cell and run it again ({kept}).")
         return
+    _remember_refusal(module, None)
     names = ", ".join(c.split(" ")[0] for c in checked)
     print(f"saved {MY_PACKAGE}/{module}.py; its contract holds for: {', '.join(checked)}")
     print(f"use it with: from {MY_PACKAGE}.{module} import {names}")
@@ -175,6 +205,13 @@ def check_saved_part(part: str, directory: str | Path = ".", package: str = MY_P
     from .assembly import load_my_parts
     from .diagnosis import compare_with_course
 
+    module = next(spec.module for spec in PARTS if spec.name == part)
+    refusal = last_refusal(module, directory, package)
+    if refusal is not None:  # never a ✅ for the older file the refused cell left in place
+        print(f"❌ {part}: your last %%my_part {module} cell was not saved ({refusal}); fix it and run it again")
+        from .diagnosis import Finding
+
+        return Finding(part, False, 1, f"the last %%my_part {module} cell was refused: {refusal}")
     parts = load_my_parts(directory, package)
     if part not in parts:
         print(f"⏳ {part}: not saved yet (run the %%my_part cell above with your code)")

@@ -279,3 +279,31 @@ def test_record_attention_matches_projections_by_role_not_by_order():
         recorder(x, memory, memory)
         _, expected = twin(x, memory, memory, return_attention=True)
     assert torch.allclose(recorder.last_attention, expected, atol=1e-5)
+
+
+def test_a_refused_save_is_one_line_and_never_leaves_a_tick_for_the_old_file(tmp_path, monkeypatch, capsys):
+    from IPython import get_ipython
+    from IPython.testing.globalipapp import start_ipython
+
+    from course_lib.my_parts import check_saved_part
+
+    start_ipython()
+    shell = get_ipython()
+    monkeypatch.chdir(tmp_path)
+    shell.run_line_magic("load_ext", "course_lib.my_parts")
+    good = ("def causal_mask(size):\n    return torch.ones(size, size, dtype=torch.bool).tril()\n\n\n"
+            "def padding_mask(ids, pad_id=0):\n    return (ids != pad_id)[:, None, None, :]\n")
+    shell.run_cell_magic("my_part", "masks", good)
+    assert check_saved_part("causal_mask").ok
+    capsys.readouterr()
+    shell.run_cell_magic("my_part", "masks", good.replace(".tril()", ""))  # leaks the future: refused
+    out = capsys.readouterr().out
+    lines = [line for line in out.splitlines() if line.strip()]
+    assert len(lines) == 1 and lines[0].startswith("❌ not saved: causal_mask leaks the future")
+    assert "previous version is kept" in lines[0] and "Traceback" not in out
+    finding = check_saved_part("causal_mask")
+    assert finding.ok is False and "refused" in finding.evidence
+    assert capsys.readouterr().out.startswith("❌ causal_mask: your last %%my_part masks cell was not saved")
+    shell.run_cell_magic("my_part", "masks", good)  # fixed: saved, and the refusal is forgotten
+    capsys.readouterr()
+    assert check_saved_part("causal_mask").ok

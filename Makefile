@@ -60,9 +60,13 @@ grade: $(STAMP)
 	$(BIN)/python scripts/grade.py "$(SUBMISSIONS)"
 
 ## Present a notebook live with running code (RISE): make present NB=notebooks/04_attention.ipynb
+## Extra server options: make present PRESENT_FLAGS="--no-browser --port 8890". As root (a container or a
+## cloud VM) the server refuses to start unless allowed to: that flag is added automatically.
 NB ?= notebooks/00_welcome.ipynb
+PRESENT_FLAGS ?=
+ROOT_FLAG := $(if $(filter 0,$(shell id -u 2>/dev/null)),--ServerApp.allow_root=True,)
 present: $(STAMP)
-	$(BIN)/python -m jupyterlab_rise "$(NB)"
+	$(BIN)/python -m jupyterlab_rise "$(NB)" $(ROOT_FLAG) $(PRESENT_FLAGS)
 
 benchmark: $(STAMP)
 	$(BIN)/python benchmarks/throughput.py

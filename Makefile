@@ -3,6 +3,7 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
+CONFIGURED := $(VENV)/.configured
 
 .PHONY: lab test setup lint regenerate slides site student-edition collect grade present benchmark clean
 
@@ -11,51 +12,59 @@ $(STAMP): requirements.txt pyproject.toml
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	$(BIN)/python -m pip install --quiet -r requirements.txt
 	$(BIN)/python -m pip install --quiet --no-deps -e .
+	touch $(STAMP)
+
+# JupyterLab settings of the course environment (inside .venv only). A separate step that depends on this
+# Makefile, so an existing .venv gets new settings on the next `make lab` without reinstalling anything.
+$(CONFIGURED): $(STAMP) Makefile
 	@# nbgrader is for `make student-edition` and `make grade` only: keep its menus out of the students' JupyterLab
 	$(BIN)/jupyter labextension disable --level=sys_prefix @jupyter/nbgrader >/dev/null
 	$(BIN)/jupyter server extension disable --sys-prefix nbgrader.server_extensions.formgrader \
 		nbgrader.server_extensions.assignment_list nbgrader.server_extensions.course_list \
 		nbgrader.server_extensions.validate_assignment >/dev/null
-	touch $(STAMP)
+	@# No "Would you like to get notified about official Jupyter news?" pop-up over the first notebook, and no
+	@# news or update look-ups on the internet: switch off JupyterLab's announcements plugin
+	$(BIN)/jupyter labextension disable --level=sys_prefix @jupyterlab/apputils-extension:announcements >/dev/null
+	touch $(CONFIGURED)
 
-setup: $(STAMP)
+setup: $(CONFIGURED)
 
 ## Set up (first time only) and open the course in JupyterLab.
-lab: $(STAMP)
+lab: $(CONFIGURED)
 	$(BIN)/jupyter lab notebooks/
 
 ## Set up (first time only) and run every test: unit tests + strict nbval over every notebook + ruff.
-test: $(STAMP)
+test: $(CONFIGURED)
 	$(BIN)/ruff check .
 	COURSE_NUM_THREADS=1 $(BIN)/python -m pytest --nbval --nbval-current-env \
 		--nbval-sanitize-with tests/nbval_sanitize.cfg --durations=15 tests notebooks
 
-lint: $(STAMP)
+lint: $(CONFIGURED)
 	$(BIN)/ruff check .
 
 ## Re-execute every notebook top to bottom in a fresh kernel and store its outputs.
-regenerate: $(STAMP)
+regenerate: $(CONFIGURED)
 	$(BIN)/python scripts/regenerate_notebooks.py notebooks/*.ipynb
 
 ## Build reveal.js slides for every notebook into build/slides/ (work offline: reveal.js and MathJax are copied there).
-slides: $(STAMP)
+slides: $(CONFIGURED)
 	$(BIN)/python scripts/build_slides.py notebooks/*.ipynb
 
 ## Build the course website into build/site/ from the committed notebooks (no execution, no network).
-site: $(STAMP)
+site: $(CONFIGURED)
 	$(BIN)/python scripts/build_site.py
 
 ## Student edition of every notebook into build/student_edition/: solutions removed, exercises graded by hidden tests.
-student-edition: $(STAMP)
+student-edition: $(CONFIGURED)
 	$(BIN)/python scripts/student_edition.py notebooks/*.ipynb
 
 ## Sort handed-in notebooks (a .zip export or a folder) into submissions/<student>/: make collect FROM=export.zip
-collect: $(STAMP)
+collect: $(CONFIGURED)
 	@test -n "$(FROM)" || { echo "usage: make collect FROM=export.zip (or a folder)"; exit 2; }
 	$(BIN)/python scripts/collect.py "$(FROM)"
 
 ## Grade submitted notebooks (one folder per student): make grade SUBMISSIONS=path/to/folder -> build/grading/.
-grade: $(STAMP)
+grade: $(CONFIGURED)
 	@test -n "$(SUBMISSIONS)" || { echo "usage: make grade SUBMISSIONS=folder (one sub-folder per student)"; exit 2; }
 	$(BIN)/python scripts/grade.py "$(SUBMISSIONS)"
 
@@ -65,10 +74,10 @@ grade: $(STAMP)
 NB ?= notebooks/00_welcome.ipynb
 PRESENT_FLAGS ?=
 ROOT_FLAG := $(if $(filter 0,$(shell id -u 2>/dev/null)),--ServerApp.allow_root=True,)
-present: $(STAMP)
+present: $(CONFIGURED)
 	$(BIN)/python -m jupyterlab_rise "$(NB)" $(ROOT_FLAG) $(PRESENT_FLAGS)
 
-benchmark: $(STAMP)
+benchmark: $(CONFIGURED)
 	$(BIN)/python benchmarks/throughput.py
 
 clean:

@@ -20,8 +20,10 @@ the one here; later notebooks import the finished piece. Modules:
 - ``decoding``, ``evaluation``, ``checkpoint``: greedy and beam search, BLEU, safe checkpoints
 - ``distributed``: DistributedDataParallel helpers (``torchrun``)
 - ``train``, ``translate``: the command lines (``python -m course_lib.train`` / ``.translate``)
-- ``parts``, ``assembly``, ``my_parts``, ``diagnosis``: the student's own parts (contracts, assembly
-  into a full model, the ``%%my_part`` magic that saves them, "find my bug")
+- ``builders``: where each sub-module of ``Transformer(config, parts=None)`` comes from (course_lib's own
+  parts, or supplied ones in their places)
+- ``parts``, ``assembly``, ``my_parts``, ``diagnosis``, ``part_compare``: the student's own parts
+  (contracts, ``build_transformer``, the ``%%my_part`` magic that saves them, "find my bug")
 - ``plotting`` (package: ``style``, ``heatmaps``, ``attention``, ``masks``, ``distributions``, ``lines``,
   ``bars``), ``diagrams``, ``exercises``: figures and the self-checking exercises of the notebooks
 - ``explorer``: the interactive attention explorer of a trained model (ipywidgets)

@@ -8,7 +8,9 @@ Each step needs the next-token logits of the newest position. The plain way re-r
 ``model.decode`` over the whole prefix (``O(length^2)`` work per sentence). :class:`CachedDecoder`
 instead keeps every decoder layer's self-attention keys/values and the cross-attention
 keys/values of the memory, and runs only the newest position through the layers; it reuses the
-model's own sub-modules, so it computes the same numbers. ``tests/test_decoding.py`` checks that
+model's own sub-modules, so it computes the same numbers. A model built with a student's parts
+(``Transformer(config, parts)``) decodes with :class:`InputCachedDecoder`, which caches the inputs of
+each self-attention instead, so the student's own modules run unchanged. ``tests/test_decoding.py`` checks that
 cached and uncached decoding give identical tokens (post-norm and pre-norm), that batched greedy
 equals one-sentence-at-a-time greedy, that beam search with ``beam_size=1`` equals greedy, and
 that beam search finds a higher-probability output than greedy on a model built to fool greedy.
@@ -28,12 +30,15 @@ Absolute times depend on the machine and its load; notebook 11 measures the rati
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Callable, Sequence
 
 import torch
 import torch.nn.functional as F
 from torch import nn
 
+from .attention import MultiHeadAttention
+from .layers import DecoderLayer
 from .masks import padding_mask
 from .model import Transformer, record_attention
 from .tokenization import BOS_ID, EOS_ID, PAD_ID, Vocab, detokenize
@@ -152,14 +157,143 @@ class CachedDecoder:
         self.self_kv = [None if kv is None else (kv[0][index], kv[1][index]) for kv in self.self_kv]
 
 
+class InputCachedDecoder:
+    """Incremental decoding for a Transformer built with supplied parts (``Transformer(config, parts)``).
+
+    The supplied parts are black boxes: their projections cannot be read off by name, so their keys and
+    values cannot be cached. What is cached instead is the *input* of every decoder self-attention call:
+    each step runs only the newest position through the layers (embedding, norms, feed-forward,
+    cross-attention: the supplied modules themselves), and a forward pre-hook hands each self-attention
+    the cached inputs of all earlier positions as its keys and values. The supplied code runs unchanged
+    and computes the numbers the whole-prefix pass computes; only the quadratic re-run of every layer
+    over the prefix is saved.
+
+    A self-attention call is recognised as :func:`course_lib.part_compare.record_calls` recognises one (an
+    outermost sub-module call with three ``(batch, len, d_model)`` inputs) whose keys are not the memory.
+    At the second step the cached logits are compared with a whole-prefix pass; a layer that could not be
+    cached this way (it does something else with its inputs) falls back to uncached decoding, with a warning.
+
+    Args:
+        model: a course ``Transformer`` in eval mode.
+        memory: encoder output ``(batch, src_len, d_model)``.
+        src: source ids ``(batch, src_len)``.
+    """
+
+    def __init__(self, model: Transformer, memory: torch.Tensor, src: torch.Tensor):
+        if model.training:
+            raise RuntimeError("InputCachedDecoder needs the model in eval mode (dropout off): call model.eval()")
+        self.model, self.memory, self.src = model, memory, src
+        self.decoder = model.decoder
+        self.src_mask = model._padding_mask(src, model.config.pad_id)  # (batch, 1, 1, src_len)
+        self.history: list[tuple[torch.Tensor, torch.Tensor] | None] = [None] * len(self.decoder.layers)
+        self.length = 0
+        self.fallback: UncachedStepper | None = None
+
+    def _hooks(self, index: int, layer: nn.Module) -> list:
+        """Pre-hooks on ``layer``'s sub-modules that give its self-attention the cached earlier positions."""
+        d_model, memory, stack = self.model.config.d_model, self.memory, []
+
+        def before(module, args, kwargs):
+            outermost = not any(stack)
+            is_self_attention = outermost and _is_self_attention(args, kwargs, d_model, memory)
+            stack.append(is_self_attention or not outermost)
+            if not is_self_attention:
+                return None
+            args, kwargs = list(args), dict(kwargs)
+            key = kwargs["key"] if "key" in kwargs else args[1]
+            value = kwargs["value"] if "value" in kwargs else args[2]
+            if self.history[index] is not None:
+                old_key, old_value = self.history[index]
+                key = torch.cat([old_key, key], dim=1)  # (batch, t, d_model)
+                value = torch.cat([old_value, value], dim=1)  # (batch, t, d_model)
+            self.history[index] = (key, value)
+            for name, position, tensor in (("key", 1, key), ("value", 2, value)):
+                if name in kwargs:
+                    kwargs[name] = tensor
+                else:
+                    args[position] = tensor
+            return tuple(args), kwargs
+
+        def after(module, args, kwargs, output):
+            stack.pop()
+
+        handles = []
+        for sub in layer.modules():
+            if sub is not layer:
+                handles.append(sub.register_forward_pre_hook(before, with_kwargs=True))
+                handles.append(sub.register_forward_hook(after, with_kwargs=True))
+        return handles
+
+    def step(self, tokens: torch.Tensor) -> torch.Tensor:
+        """tokens ``(batch, t)``: only the last column is new. Returns next-token logits ``(batch, vocab)``."""
+        if self.fallback is not None:
+            return self.fallback.step(tokens)
+        if tokens.size(1) != self.length + 1:
+            raise ValueError(f"expected a prefix of length {self.length + 1}, got {tuple(tokens.shape)}")
+        if self.length >= self.model.config.max_len:
+            raise ValueError(f"cannot decode beyond max_len={self.model.config.max_len} positions")
+        x = self.decoder.embedding(tokens[:, -1:])  # (batch, 1, d_model)
+        x = x + self.decoder.positions.pe[self.length]  # position of the newest token
+        step_mask = self.model._padding_mask(tokens, self.model.config.pad_id)  # (batch, 1, 1, t): all earlier keys
+        for index, layer in enumerate(self.decoder.layers):
+            handles = self._hooks(index, layer)
+            try:
+                x = layer(x, self.memory, step_mask, self.src_mask)  # (batch, 1, d_model)
+            finally:
+                for handle in handles:
+                    handle.remove()
+        self.length += 1
+        logits = self.model.generator(self.decoder.norm(x))[:, -1]  # (batch, vocab)
+        if self.length == 2:  # the first step with a history: check it against the whole-prefix pass
+            expected = self.model.decode(tokens, self.memory, self.src)[:, -1]
+            if not torch.allclose(logits, expected, atol=1e-4, rtol=1e-4):
+                warnings.warn("decoding without a cache: the decoder layers' self-attention could not be cached "
+                              "(cached and whole-prefix logits differ)", stacklevel=3)
+                self.fallback = UncachedStepper(self.model, self.memory, self.src)
+                return expected
+        return logits
+
+    def reorder(self, index: torch.Tensor) -> None:
+        """Keep rows ``index`` ``(new_batch,)`` of every cache (beam search)."""
+        self.memory, self.src, self.src_mask = self.memory[index], self.src[index], self.src_mask[index]
+        self.history = [None if kv is None else (kv[0][index], kv[1][index]) for kv in self.history]
+        if self.fallback is not None:
+            self.fallback.reorder(index)
+
+
+def _is_self_attention(args: tuple, kwargs: dict, d_model: int, memory: torch.Tensor) -> bool:
+    """An attention-like call (query, key and value ``(batch, len, d_model)``) whose keys are not the memory."""
+    def get(name, position):
+        return kwargs.get(name, args[position] if len(args) > position else None)
+
+    query, key, value = get("query", 0), get("key", 1), get("value", 2)
+    inputs = (query, key, value)
+    if not all(isinstance(t, torch.Tensor) and t.dim() == 3 and t.size(-1) == d_model for t in inputs):
+        return False
+    return key is not memory and not (key.shape == memory.shape and key.data_ptr() == memory.data_ptr())
+
+
+def _has_course_attention(model: nn.Module) -> bool:
+    """Every decoder layer is course_lib's, with course_lib's own multi-head attentions (projections by name)."""
+    return all(type(layer) is DecoderLayer and type(layer.self_attn) is MultiHeadAttention
+               and type(layer.cross_attn) is MultiHeadAttention for layer in model.decoder.layers)
+
+
 def make_stepper(model: nn.Module, memory: torch.Tensor, src: torch.Tensor, use_cache: bool | None = None):
-    """A :class:`CachedDecoder` for course Transformers (``use_cache`` None or True), else an :class:`UncachedStepper`."""
+    """The step-by-step decoder for ``model``.
+
+    A course ``Transformer`` decodes with a cache: :class:`CachedDecoder` (keys and values) when its decoder
+    layers and attentions are course_lib's own, :class:`InputCachedDecoder` when supplied parts stand in
+    their places. Any other model (or ``use_cache=False``) re-runs the whole prefix (:class:`UncachedStepper`).
+    """
     if use_cache is None:
         use_cache = isinstance(model, Transformer)
     if use_cache:
         if not isinstance(model, Transformer):
             raise TypeError(f"use_cache=True needs a course_lib Transformer, got {type(model).__name__}")
-        return CachedDecoder(model, memory, src)
+        if _has_course_attention(model):
+            return CachedDecoder(model, memory, src)
+        return InputCachedDecoder(model, memory, src)
     return UncachedStepper(model, memory, src)
 
 

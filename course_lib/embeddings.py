@@ -97,17 +97,23 @@ class SinusoidalPositionalEncoding(nn.Module):
         d_model: model width (even).
         max_len: the longest sequence supported.
         dropout: dropout after adding positions.
+        table: a ready ``(max_len, d_model)`` table to add instead of :func:`sinusoidal_table`'s (e.g. a
+            student's own, in ``Transformer(config, parts)``).
 
     Attributes:
         pe: the table ``(max_len, d_model)`` (a buffer: saved, moved with the module, not trained).
     """
 
-    def __init__(self, d_model: int, max_len: int = 512, dropout: float = 0.0):
+    def __init__(self, d_model: int, max_len: int = 512, dropout: float = 0.0, table: torch.Tensor | None = None):
         super().__init__()
         self.d_model = d_model
         self.max_len = max_len
         self.dropout = nn.Dropout(dropout)
-        self.register_buffer("pe", sinusoidal_table(max_len, d_model), persistent=False)
+        if table is None:
+            table = sinusoidal_table(max_len, d_model)
+        elif tuple(table.shape) != (max_len, d_model):
+            raise ValueError(f"table must have shape (max_len={max_len}, d_model={d_model}), got {tuple(table.shape)}")
+        self.register_buffer("pe", table, persistent=False)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         """x ``(batch, seq, d_model)`` -> x + PE[:seq], same shape."""

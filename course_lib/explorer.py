@@ -1,10 +1,13 @@
 """An interactive explorer of a trained translation model, built from ipywidgets.
 
-Type a German sentence and see its tokens (unknown words marked), the greedy translation, the greedy
-output and every beam-search hypothesis with its log-probability and length-normalised score; pick an
-attention kind (cross-attention, decoder or encoder self-attention), a layer and a head (or their mean)
-and see the heatmap; step through the greedy decoding token by token (the prefix so far, the model's
-top next tokens with their probabilities, and the attention rows up to that step).
+Type a German sentence and see its tokens (unknown words marked), the greedy translation and the one
+beam search returns; pick an attention kind (cross-attention, decoder or encoder self-attention), a layer
+("layer 2 of 2 (last)") and a head ("head 3 of 4" or "all heads (mean)") and see the heatmap, its rows
+and columns named in words ("rows: English word being written", "columns: German word read"); step
+through the greedy decoding word by word (the prefix so far, the model's top next tokens with their
+probabilities, and the attention rows up to that step, with its own choice of map); read every
+beam-search hypothesis with its log-probability and length-normalised score. Every control has a
+tooltip; a sentence that cannot be translated clears the old result and says why in one line.
 
 Works with the shipped checkpoint or with any course ``Transformer`` and its vocabularies, e.g. the one
 you trained in notebook 10::
@@ -53,7 +56,23 @@ KINDS = {
     "decoder self-attention": ("decoder", "self_attn"),
     "encoder self-attention": ("encoder", "self_attn"),
 }
-MEAN = "mean of heads"
+MEAN = "mean of heads"  # the head menus' value for the mean over heads (shown as "all heads (mean)")
+# What the rows and the columns of each kind of map are, in words (axis titles, tooltips, explanations).
+AXES = {
+    "cross-attention": ("English word being written", "German word read"),
+    "decoder self-attention": ("English word being written", "earlier English word read"),
+    "encoder self-attention": ("German word being updated", "German word read"),
+}
+# How to read each kind of map, for someone who does not read code (shown beside the map).
+READING = {
+    "cross-attention": "A bright cell: to write that English word, the model read mostly that German word. "
+                       "Word order differs between the languages, so the bright cells need not form a diagonal.",
+    "decoder self-attention": "How much each English word being written looks back at the English already "
+                              "written (&lt;bos&gt; = start of sentence). Words not yet written cannot be read, "
+                              "so the top right stays dark.",
+    "encoder self-attention": "How much each German word gathers from the other German words, before any "
+                              "English is written.",
+}
 
 
 @dataclass(frozen=True)
@@ -245,36 +264,103 @@ def analyze(
     )
 
 
+def layer_name(layer: int, n_layers: int) -> str:
+    """A layer as a person counts it: ``"layer 1 of 2"``, ``"layer 2 of 2 (last)"``.
+
+    Args:
+        layer: layer index, 0 = first.
+        n_layers: layers of that kind.
+    """
+    if not 0 <= layer < n_layers:
+        raise ValueError(f"layer must be in [0, {n_layers}), got {layer}")
+    return f"layer {layer + 1} of {n_layers}" + (" (last)" if layer == n_layers - 1 and n_layers > 1 else "")
+
+
+def head_name(head: int | None, n_heads: int) -> str:
+    """A head as a person counts it: ``"head 3 of 4"`` for index 2, ``"all heads (mean)"`` for None.
+
+    Args:
+        head: head index (0 = first), or None for the mean over heads.
+        n_heads: heads per layer.
+    """
+    if head is None:
+        return "all heads (mean)"
+    if not 0 <= head < n_heads:
+        raise ValueError(f"head must be in [0, {n_heads}) or None for the mean, got {head}")
+    return f"head {head + 1} of {n_heads}"
+
+
+_DPI = 72  # pixels per inch of the explorer's pictures: 12-point tick labels are 12 pixels high
+_CELL = 0.25  # inches per row and column of a map: a 13-word sentence fits a laptop screen beside the controls
+_NOT_YET = "#d9d9d9"  # grey over the rows (and columns) of words not written yet in the step-by-step view
+
+
+def _figsize(n_rows: int, n_cols: int, rows: list[str], cols: list[str], title_lines: int = 1) -> tuple[float, float]:
+    """Inches for one map: cells plus room for the tick labels, the axis titles, the colour bar and the title.
+
+    The minimum height keeps the rotated row title ("rows: ...") as long as the map beside it.
+    """
+    width = _CELL * n_cols + 2.4 + 0.1 * max(map(len, rows), default=0)
+    height = _CELL * n_rows + 1.0 + 0.3 * title_lines + 0.07 * max(map(len, cols), default=0)
+    return min(max(width, 6.0), 12.0), min(max(height, 4.2), 10.0)
+
+
 def attention_figure(analysis: Analysis, kind: str = "cross-attention", layer: int = -1, head: int | None = None,
                      upto_step: int | None = None, title: str | None = None) -> Figure:
-    """Heatmap of one attention map of an analysed sentence.
+    """Heatmap of one attention map of an analysed sentence, its rows and columns named in words.
 
     Args:
         analysis: from :func:`analyze`.
         kind: a key of :data:`KINDS`.
         layer: layer index; negative counts from the last layer.
         head: head index, or None for the mean over heads.
-        upto_step: for decoder maps, show only the rows of the first ``upto_step`` decoding steps.
+        upto_step: for decoder maps, the decoding step reached: the rows of later steps (and, for decoder
+            self-attention, the columns of words not written yet) are greyed out and unlabelled, so the
+            picture keeps its size while stepping.
         title: a first title line (e.g. the sentence) above the one naming the map.
 
     Returns:
-        The Figure (from :func:`course_lib.plotting.plot_attention`).
+        The Figure (drawn by :func:`course_lib.plotting.plot_attention`; axis titles from :data:`AXES`,
+        e.g. "rows: English word being written", "columns: German word read").
     """
     n_layers = len(analysis.names(kind))
-    layer_index = layer + n_layers if layer < 0 else layer
+    if not -n_layers <= layer < n_layers:
+        raise ValueError(f"layer must be in [{-n_layers}, {n_layers}) for {kind}, got {layer}")
+    layer_index = layer % n_layers
     weights = analysis.weights(kind, layer_index, head)  # (q_len, k_len)
     rows, cols = analysis.labels(kind)
+    n_rows, n_cols = weights.shape
+    reached = n_rows
     if upto_step is not None and KINDS[kind][0] == "decoder":
-        weights, rows = weights[:upto_step], rows[:upto_step]
-    which = MEAN if head is None else f"head {head}"
-    name = f"{kind.capitalize()}, layer {layer_index}, {which}"
-    return plot_attention(weights, query_tokens=rows, key_tokens=cols, title=f"{title}\n{name}" if title else name)
+        if not 1 <= upto_step <= n_rows:
+            raise ValueError(f"upto_step must be in [1, {n_rows}], got {upto_step}")
+        reached = upto_step
+        weights = weights.copy()
+        weights[reached:] = 0.0  # hidden under grey below
+        rows = [*rows[:reached], *[""] * (n_rows - reached)]
+        if kind == "decoder self-attention":  # column j is the word written at step j (column 0: <bos>)
+            cols = [*cols[:reached], *[""] * (n_cols - reached)]
+    name = f"{kind.capitalize()}, {layer_name(layer_index, n_layers).removesuffix(' (last)')}, " \
+           f"{head_name(head, analysis.n_heads())}"
+    title = f"{title}\n{name}" if title else name
+    fig, ax = plt.subplots(figsize=_figsize(n_rows, n_cols, rows, cols, title.count("\n") + 1), layout="constrained")
+    plot_attention(weights, query_tokens=rows, key_tokens=cols, title=title, ax=ax, annotate=False)
+    row_words, col_words = AXES[kind]
+    ax.set_ylabel(f"rows: {row_words}")
+    ax.set_xlabel(f"columns: {col_words}")
+    if reached < n_rows:
+        ax.axhspan(reached - 0.5, n_rows - 0.5, color=_NOT_YET, zorder=3)
+        if kind == "decoder self-attention":
+            ax.axvspan(reached - 0.5, n_cols - 0.5, color=_NOT_YET, zorder=3)
+        ax.text((n_cols - 1) / 2, (reached + n_rows - 1) / 2, "not written yet", ha="center", va="center",
+                color="#555555", zorder=4)
+    return fig
 
 
-def _png(fig: Figure) -> bytes:
+def _png(fig: Figure, dpi: int = _DPI) -> bytes:
     """Render a Figure to PNG bytes and close it."""
     buffer = io.BytesIO()
-    fig.savefig(buffer, format="png", dpi=80, bbox_inches="tight")
+    fig.savefig(buffer, format="png", dpi=dpi, bbox_inches="tight")
     plt.close(fig)
     return buffer.getvalue()
 
@@ -285,20 +371,25 @@ def _candidates_html(analysis: Analysis) -> str:
         f"<td>{html.escape(' '.join(c.tokens))}</td><td>{c.log_prob:.3f}</td><td>{c.score:.3f}</td><td>{c.length}</td></tr>"
         for c in analysis.candidates
     )
-    return ("<table class='course-candidates'><tr><th>method</th><th>output</th><th>log p</th>"
+    return ("<b>Candidates</b> (✓ = the hypothesis beam search returns; log p = how likely the model finds the "
+            "whole output; the score divides it by a length penalty so longer outputs are not punished):"
+            "<table class='course-candidates'><tr><th>method</th><th>output</th><th>log p</th>"
             f"<th>score (length-normalised)</th><th>tokens</th></tr>{rows}</table>")
 
 
 def summary_html(analysis: Analysis) -> str:
-    """HTML of the tokens, the translation and the candidates of an analysed sentence."""
+    """HTML of the tokens, the greedy translation and the one beam search returns."""
     chips = " ".join(
         f"<code style='color:{'#c0392b' if t in analysis.unknown else 'inherit'}'>{html.escape(t)}</code>"
         for t in analysis.src_tokens
     )
     unknown = (f"<br>unknown to the model (read as <code>&lt;unk&gt;</code>): {html.escape(', '.join(analysis.unknown))}"
                if analysis.unknown else "")
+    beam = next((c for c in analysis.candidates if c.chosen and c.method != "greedy"), None)
+    beam_line = (f"<br><b>Translation ({html.escape(beam.method)}):</b> {html.escape(detokenize(beam.tokens))} "
+                 "<i>(every hypothesis: the Candidates tab)</i>" if beam is not None else "")
     return (f"<b>Tokens:</b> {chips}{unknown}<br><b>Translation (greedy):</b> {html.escape(analysis.translation)}"
-            f"<br><b>Candidates</b> (✓ = the hypothesis beam search returns):{_candidates_html(analysis)}")
+            f"{beam_line}")
 
 
 def step_html(analysis: Analysis, step: int, k: int = 5) -> str:
@@ -315,8 +406,37 @@ def step_html(analysis: Analysis, step: int, k: int = 5) -> str:
             f"<table class='course-step'><tr><th>token</th><th>probability</th></tr>{top}</table>")
 
 
+def one_line(error: BaseException, limit: int = 200) -> str:
+    """An exception as one short line: its message (with the type when it is not a ValueError/TypeError)."""
+    text = " ".join(str(error).split())
+    if not isinstance(error, (ValueError, TypeError)) or not text:
+        text = f"{type(error).__name__}: {text}" if text else type(error).__name__
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def _compact(text: str) -> str:
+    """HTML at normal line spacing (an ipywidgets HTML widget spaces lines as far apart as its controls)."""
+    return f"<div style='line-height:1.4'>{text}</div>"
+
+
+# Tooltips (shown when the mouse rests on a control): what it does, in words.
+TOOLTIPS = {
+    "sentence": "Type a German sentence, then press Enter or click Translate",
+    "translate": "Translate the sentence in the box and redraw everything below",
+    "kind": "Which attention to show: cross-attention (English words reading the German sentence), decoder "
+            "self-attention (English words reading the English already written) or encoder self-attention "
+            "(German words reading each other)",
+    "layer": "Which layer: the model stacks its layers, the last one is closest to the output",
+    "head": "Each layer has several heads, each with its own attention pattern; 'all heads (mean)' averages them",
+    "step_kind": "Which attention to show beside the steps: cross-attention (the English word being written "
+                 "reading the German sentence) or decoder self-attention (reading the English already written)",
+    "play": "Play the decoding: write the translation one word at a time",
+    "step": "Decoding step: step 1 writes the first English word",
+}
+
+
 class Explorer:
-    """The widget: type a sentence, read the candidates, look at any attention map, step through decoding.
+    """The widget: type a sentence, read the translations, look at any attention map, step through decoding.
 
     Args:
         model: a trained course ``Transformer``.
@@ -326,10 +446,13 @@ class Explorer:
         beam_size: hypotheses kept by beam search.
         length_penalty_alpha: GNMT alpha of the beam's length-normalised score.
 
-    Attributes (the widgets, for scripting and tests): ``sentence``, ``translate``, ``summary``, ``kind``,
-    ``layer``, ``head``, ``attention_image``, ``step``, ``play``, ``step_info``, ``step_image``, ``status``;
-    ``widget`` is the whole box, ``analysis`` the current :class:`Analysis` and ``error`` why the last
-    sentence could not be translated (None when it could).
+    Attributes (the widgets, for scripting and tests): ``sentence``, ``translate``, ``status``, ``summary``,
+    ``results`` (everything computed for the sentence: hidden after an error), ``tabs``; in the *Attention*
+    tab ``kind``, ``layer``, ``head``, ``reading``, ``attention_image``; in the *Step by step* tab ``play``,
+    ``step``, ``step_kind``, ``step_layer``, ``step_head``, ``step_info``, ``step_image``; in the
+    *Candidates* tab ``candidates``. ``widget`` is the whole box, ``analysis`` the current :class:`Analysis`
+    (None after an error), ``error`` why the last sentence could not be translated in one line (None when it
+    could) and ``exception`` the exception itself (for its traceback).
     """
 
     def __init__(self, model: nn.Module, src_vocab: Vocab, tgt_vocab: Vocab, tokenizer: Callable[[str], list[str]],
@@ -342,39 +465,70 @@ class Explorer:
         self.beam_size, self.length_penalty_alpha = beam_size, length_penalty_alpha
         self.analysis: Analysis | None = None
         self.error: str | None = None  # why the last sentence could not be translated (None: it could)
+        self.exception: BaseException | None = None
         self._refreshing = False
 
-        self.sentence = w.Text(value=sentence, description="German:", continuous_update=False,
-                               layout=w.Layout(width="70%"))
-        self.translate = w.Button(description="Translate", button_style="primary")
-        self.status = w.HTML()
-        self.summary = w.HTML()
-        self.kind = w.Dropdown(options=list(KINDS), value="cross-attention", description="attention:")
-        self.layer = w.Dropdown(options=[], value=None, description="layer:")  # the last layer once translated
-        self.head = w.Dropdown(options=[MEAN], value=MEAN, description="head:")
-        self.attention_image = w.Image(format="png", layout=w.Layout(max_width="760px"))
-        self.step = w.IntSlider(value=1, min=1, max=1, description="step:", continuous_update=False)
-        self.play = w.Play(value=1, min=1, max=1, interval=900, description="play")
-        w.jslink((self.play, "value"), (self.step, "value"))
-        self.step_info = w.HTML()
-        self.step_image = w.Image(format="png", layout=w.Layout(max_width="760px"))
+        def caption(text: str, tooltip: str = "") -> w.HTML:
+            title = f" title='{html.escape(tooltip, quote=True)}'" if tooltip else ""
+            return w.HTML(f"<b{title}>{html.escape(text)}</b>")
 
-        attention_tab = w.VBox([w.HBox([self.kind, self.layer, self.head]), self.attention_image])
-        step_tab = w.VBox([w.HBox([self.play, self.step]), self.step_info, self.step_image])
-        tabs = w.Tab(children=[attention_tab, step_tab])
-        tabs.set_title(0, "Attention")
-        tabs.set_title(1, "Step by step")
-        self.widget = w.VBox([w.HBox([self.sentence, self.translate]), self.status, self.summary, tabs])
+        def menus(kinds: list[str], kind_tooltip: str) -> tuple[w.Dropdown, w.Dropdown, w.Dropdown]:
+            # No descriptions: with one, ipywidgets shows the tooltip on the description only, not the menu.
+            size = w.Layout(width="260px")
+            return (w.Dropdown(options=kinds, value=kinds[0], tooltip=kind_tooltip, layout=size),
+                    w.Dropdown(options=[], value=None, tooltip=TOOLTIPS["layer"], layout=size),
+                    w.Dropdown(options=[(head_name(None, 1), MEAN)], value=MEAN, tooltip=TOOLTIPS["head"],
+                               layout=size))
+
+        self.sentence = w.Text(value=sentence, placeholder="a German sentence", continuous_update=False,
+                               tooltip=TOOLTIPS["sentence"], layout=w.Layout(width="55%"))
+        self.translate = w.Button(description="Translate", button_style="primary", tooltip=TOOLTIPS["translate"])
+        self.status = w.HTML(layout=w.Layout(display="none"))  # shown only for an error
+        self.summary = w.HTML()
+        self.kind, self.layer, self.head = menus(list(KINDS), TOOLTIPS["kind"])
+        self.reading = w.HTML(layout=w.Layout(width="270px"))
+        # No tooltips on the pictures: JupyterLab's ipywidgets 8.1 fails to draw an Image that has one.
+        self.attention_image = w.Image(format="png")
+        self.play = w.Play(value=1, min=1, max=1, interval=900, show_repeat=False, tooltip=TOOLTIPS["play"])
+        # A slider shows its tooltip on its description only, so it has one (unlike the menus).
+        self.step = w.IntSlider(value=1, min=1, max=1, description="step", continuous_update=False,
+                                tooltip=TOOLTIPS["step"], style={"description_width": "32px"},
+                                layout=w.Layout(width="270px"))
+        w.jslink((self.play, "value"), (self.step, "value"))
+        self.step_kind, self.step_layer, self.step_head = menus(
+            [k for k in KINDS if KINDS[k][0] == "decoder"], TOOLTIPS["step_kind"])
+        self.step_info = w.HTML(layout=w.Layout(width="270px"))
+        self.step_image = w.Image(format="png")
+        self.candidates = w.HTML()
+
+        # Controls in a column left of the picture, so the picture starts right under the tab bar (and keeps
+        # its shape: not stretched to the column's height).
+        column, side_by_side = w.Layout(width="280px", min_width="280px"), w.Layout(align_items="flex-start")
+        attention_tab = w.HBox([w.VBox([caption("Which attention map", TOOLTIPS["kind"]), self.kind, self.layer,
+                                        self.head, self.reading], layout=column), self.attention_image],
+                               layout=side_by_side)
+        step_tab = w.HBox([w.VBox([caption("Decoding step", TOOLTIPS["step"]), self.play, self.step,
+                                   self.step_info, caption("Map beside it", TOOLTIPS["step_kind"]), self.step_kind,
+                                   self.step_layer, self.step_head], layout=column), self.step_image],
+                          layout=side_by_side)
+        self.tabs = w.Tab(children=[attention_tab, step_tab, self.candidates])
+        for index, tab_title in enumerate(("Attention", "Step by step", "Candidates")):
+            self.tabs.set_title(index, tab_title)
+        self.results = w.VBox([self.summary, self.tabs])
+        self.widget = w.VBox([w.HBox([caption("German sentence:", TOOLTIPS["sentence"]), self.sentence,
+                                      self.translate]), self.status, self.results])
         self.widget.add_class("course-attention-explorer")
 
         self.translate.on_click(self._on_translate)
         self.sentence.observe(self._on_translate, names="value")
         for control in (self.kind, self.layer, self.head):
             control.observe(self._on_view, names="value")
+        for control in (self.step_kind, self.step_layer, self.step_head):
+            control.observe(self._on_step_view, names="value")
         self.step.observe(self._on_step, names="value")
         self._on_translate()
         if self.analysis is None:
-            raise ValueError(f"the starting sentence cannot be translated: {self.error}")
+            raise ValueError(f"the starting sentence cannot be translated: {self.error}") from self.exception
 
     @classmethod
     def from_checkpoint(cls, path: str | os.PathLike | None = None, **kwargs) -> Explorer:
@@ -394,50 +548,78 @@ class Explorer:
     # Each callback is also called directly by the others; ``_refreshing`` keeps the ones triggered by
     # updating menus and sliders from redrawing while a refresh is under way.
     def _on_translate(self, *_) -> None:
-        """Analyse the sentence in the text box and refresh everything."""
+        """Analyse the sentence in the text box and refresh everything (or clear it and say why not)."""
+        sentence = self.sentence.value
+        self.translate.description, self.translate.disabled = "Translating…", True
         try:
-            analysis = analyze(self.model, self.sentence.value, self.src_vocab, self.tgt_vocab, self.tokenizer,
+            analysis = analyze(self.model, sentence, self.src_vocab, self.tgt_vocab, self.tokenizer,
                                self.beam_size, self.length_penalty_alpha)
-        except (ValueError, TypeError) as error:
-            self.error = str(error)
-            self.status.value = f"<span style='color:#c0392b'>{html.escape(self.error)}</span>"
+        except Exception as error:  # any failure becomes one line in the widget, not a hidden traceback
+            self._fail(sentence, error)
             return
-        self.error = None
-        self.status.value = ""
+        finally:
+            self.translate.description, self.translate.disabled = "Translate", False
+        self.error = self.exception = None
+        self.status.value, self.status.layout.display = "", "none"
         self.analysis = analysis
-        self.summary.value = summary_html(analysis)
+        self.summary.value = _compact(summary_html(analysis))
+        self.candidates.value = _compact(_candidates_html(analysis))
         n_steps = len(analysis.out_tokens)
         self._refreshing = True
         try:
             for slider in (self.step, self.play):
                 slider.max = n_steps  # first the limit, then the value (the slider clamps to the limit)
                 slider.value = n_steps
-            self._update_menus()
+            self._update_menus(self.kind, self.layer, self.head)
+            self._update_menus(self.step_kind, self.step_layer, self.step_head)
         finally:
             self._refreshing = False
+        self.results.layout.display = None
         self._draw_attention()
         self._draw_step()
 
-    def _update_menus(self) -> None:
-        """Layer and head choices for the current kind (keeps the selection when it still exists)."""
-        n_layers = len(self.analysis.names(self.kind.value))
-        heads = [MEAN, *range(self.analysis.n_heads())]
-        layer = self.layer.value if self.layer.value in range(n_layers) else n_layers - 1
-        head = self.head.value if self.head.value in heads else MEAN
-        self.layer.options, self.head.options = list(range(n_layers)), heads
-        self.layer.value, self.head.value = layer, head
+    def _fail(self, sentence: str, error: Exception) -> None:
+        """Say in one line why ``sentence`` was not translated, and clear the previous sentence's results."""
+        self.analysis, self.exception, self.error = None, error, one_line(error)
+        shown = f"“{sentence if len(sentence) <= 60 else sentence[:59] + '…'}”" if sentence.strip() else "an empty sentence"
+        self.status.value = (f"<span style='color:#c0392b'>⚠ Could not translate {html.escape(shown)}: "
+                             f"{html.escape(self.error)}</span>")
+        self.status.layout.display = None
+        self.results.layout.display = "none"  # no stale map that could pass for this sentence's
+        self.summary.value = self.candidates.value = self.step_info.value = self.reading.value = ""
+        self.attention_image.value = self.step_image.value = b""
+
+    def _update_menus(self, kind, layer, head) -> None:
+        """Layer and head choices for the chosen kind (keeps the selection when it still exists)."""
+        n_layers, n_heads = len(self.analysis.names(kind.value)), self.analysis.n_heads()
+        keep_layer = layer.value if layer.value in range(n_layers) else n_layers - 1  # default: the last layer
+        keep_head = head.value if head.value in range(n_heads) else MEAN
+        layer.options = [(layer_name(i, n_layers), i) for i in range(n_layers)]
+        head.options = [(head_name(None, n_heads), MEAN), *((head_name(h, n_heads), h) for h in range(n_heads))]
+        layer.value, head.value = keep_layer, keep_head
 
     def _on_view(self, change=None) -> None:
-        """The kind, layer or head changed: redraw the heatmap and the step view."""
+        """The Attention tab's kind, layer or head changed: redraw its heatmap."""
         if self._refreshing or self.analysis is None:
             return
         if change is not None and change.get("owner") is self.kind:
             self._refreshing = True
             try:
-                self._update_menus()
+                self._update_menus(self.kind, self.layer, self.head)
             finally:
                 self._refreshing = False
         self._draw_attention()
+
+    def _on_step_view(self, change=None) -> None:
+        """The Step-by-step tab's kind, layer or head changed: redraw its heatmap."""
+        if self._refreshing or self.analysis is None:
+            return
+        if change is not None and change.get("owner") is self.step_kind:
+            self._refreshing = True
+            try:
+                self._update_menus(self.step_kind, self.step_layer, self.step_head)
+            finally:
+                self._refreshing = False
         self._draw_step()
 
     def _on_step(self, *_) -> None:
@@ -446,33 +628,38 @@ class Explorer:
             return
         self._draw_step()
 
-    def _head(self) -> int | None:
-        return None if self.head.value == MEAN else int(self.head.value)
+    @staticmethod
+    def _head(menu) -> int | None:
+        return None if menu.value == MEAN else int(menu.value)
 
     def _draw_attention(self) -> None:
-        self.attention_image.value = _png(attention_figure(self.analysis, self.kind.value, self.layer.value, self._head()))
+        kind = self.kind.value
+        rows, cols = AXES[kind]
+        self.reading.value = _compact(f"<b>Rows:</b> {rows}.<br><b>Columns:</b> {cols}.<br>{READING[kind]} Each row "
+                                      "adds up to 1 (brighter = more attention); &lt;eos&gt; marks the end of a sentence.")
+        self.attention_image.value = _png(attention_figure(self.analysis, kind, self.layer.value,
+                                                           self._head(self.head)))
 
     def _draw_step(self) -> None:
-        """Step ``step``: the prefix, the top next tokens, and the decoder attention rows up to that step
-        (the chosen decoder kind, layer and head; cross-attention of the last layer when the encoder is chosen)."""
+        """Step ``step``: the prefix, the top next tokens, and the chosen decoder map's rows up to that step."""
         step = min(max(self.step.value, 1), len(self.analysis.out_tokens))
-        self.step_info.value = step_html(self.analysis, step)
-        if KINDS[self.kind.value][0] == "decoder":
-            kind, layer = self.kind.value, self.layer.value
-        else:
-            kind, layer = "cross-attention", -1
-        self.step_image.value = _png(attention_figure(self.analysis, kind, layer, self._head(), upto_step=step))
+        self.step_info.value = _compact(step_html(self.analysis, step))
+        self.step_image.value = _png(attention_figure(self.analysis, self.step_kind.value, self.step_layer.value,
+                                                      self._head(self.step_head), upto_step=step))
 
     # --- display -----------------------------------------------------------------------------------------
     def static_figure(self) -> Figure:
         """A picture of the current state: the chosen attention heatmap titled with the translation."""
-        return attention_figure(self.analysis, self.kind.value, self.layer.value, self._head(),
+        if self.analysis is None:
+            raise ValueError(f"nothing to show: the last sentence could not be translated ({self.error})")
+        return attention_figure(self.analysis, self.kind.value, self.layer.value, self._head(self.head),
                                 title=f"{self.analysis.sentence}\n→ {self.analysis.translation}")
 
     def _repr_mimebundle_(self, include=None, exclude=None) -> dict:
         """The widget for front ends that run widgets, a PNG of the current state for all others."""
         bundle = dict(self.widget._repr_mimebundle_() or {})
-        bundle["image/png"] = base64.b64encode(_png(self.static_figure())).decode("ascii")
+        if self.analysis is not None:
+            bundle["image/png"] = base64.b64encode(_png(self.static_figure(), dpi=90)).decode("ascii")
         bundle["text/plain"] = ("Attention explorer (interactive where widgets run: JupyterLab, VS Code, Colab; "
                                 "elsewhere a picture of its starting state)")
         return bundle

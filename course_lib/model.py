@@ -3,6 +3,9 @@
     src ids -> TokenEmbedding + positions -> Encoder (n_encoder_layers) -> memory
     tgt ids -> TokenEmbedding + positions -> Decoder (n_decoder_layers, attends to memory) -> logits
 
+``Transformer(config)`` is built from course_lib's parts; ``Transformer(config, parts)`` is the same model
+with supplied parts (a student's own, notebook 13) in their places (:mod:`course_lib.builders`).
+
 Checked against ``nn.Transformer`` with copied weights (post-norm and pre-norm, padded batches)
 in ``tests/test_model.py``; causality and padding invariance are tested there too.
 """
@@ -16,8 +19,8 @@ import torch
 from torch import nn
 
 from .attention import MultiHeadAttention
-from .embeddings import LearnedPositionalEmbedding, SinusoidalPositionalEncoding, TokenEmbedding, check_token_ids
-from .layers import DecoderLayer, EncoderLayer, LayerNorm
+from .builders import ModelParts
+from .embeddings import check_token_ids
 from .masks import decoder_self_attention_mask, padding_mask
 
 
@@ -65,29 +68,22 @@ class TransformerConfig:
         return asdict(self)
 
 
-def _positions(config: TransformerConfig) -> nn.Module:
-    if config.positional == "learned":
-        return LearnedPositionalEmbedding(config.max_len, config.d_model, config.dropout)
-    return SinusoidalPositionalEncoding(config.d_model, config.max_len, config.dropout)
-
-
 class Encoder(nn.Module):
     """Source embedding, positions and a stack of encoder layers.
 
     Args:
         config: the model configuration.
+        parts: where each sub-module comes from (default: course_lib's own parts).
     """
 
-    def __init__(self, config: TransformerConfig):
+    def __init__(self, config: TransformerConfig, parts: ModelParts | None = None):
         super().__init__()
+        parts = parts or ModelParts(config)
         self.config = config
-        self.embedding = TokenEmbedding(config.src_vocab_size, config.d_model, config.pad_id)
-        self.positions = _positions(config)
-        self.layers = nn.ModuleList(
-            EncoderLayer(config.d_model, config.n_heads, config.d_ff, config.dropout, config.norm_first)
-            for _ in range(config.n_encoder_layers)
-        )
-        self.norm = LayerNorm(config.d_model) if config.use_final_norm else nn.Identity()
+        self.embedding = parts.token_embedding(config.src_vocab_size)
+        self.positions = parts.positions()
+        self.layers = nn.ModuleList(parts.encoder_layer() for _ in range(config.n_encoder_layers))
+        self.norm = parts.final_norm()
 
     def forward(self, src: torch.Tensor, src_mask: torch.Tensor | None = None) -> torch.Tensor:
         """src ``(batch, src_len)`` ids -> memory ``(batch, src_len, d_model)``."""
@@ -104,18 +100,17 @@ class Decoder(nn.Module):
 
     Args:
         config: the model configuration.
+        parts: where each sub-module comes from (default: course_lib's own parts).
     """
 
-    def __init__(self, config: TransformerConfig):
+    def __init__(self, config: TransformerConfig, parts: ModelParts | None = None):
         super().__init__()
+        parts = parts or ModelParts(config)
         self.config = config
-        self.embedding = TokenEmbedding(config.tgt_vocab_size, config.d_model, config.pad_id)
-        self.positions = _positions(config)
-        self.layers = nn.ModuleList(
-            DecoderLayer(config.d_model, config.n_heads, config.d_ff, config.dropout, config.norm_first)
-            for _ in range(config.n_decoder_layers)
-        )
-        self.norm = LayerNorm(config.d_model) if config.use_final_norm else nn.Identity()
+        self.embedding = parts.token_embedding(config.tgt_vocab_size)
+        self.positions = parts.positions()
+        self.layers = nn.ModuleList(parts.decoder_layer() for _ in range(config.n_decoder_layers))
+        self.norm = parts.final_norm()
 
     def forward(
         self,
@@ -195,17 +190,27 @@ class Transformer(nn.Module):
 
     Args:
         config: a :class:`TransformerConfig`.
+        parts: optional ``{part name: function or class}`` to use instead of course_lib's own (names in
+            :data:`course_lib.parts.PART_NAMES`; ``course_lib.assembly.build_transformer`` checks each
+            against its contract first). The supplied parts have no dropout, so ``config.dropout`` must be 0.
+
+    Attributes:
+        parts: the supplied parts (empty for the course's own model).
     """
 
-    def __init__(self, config: TransformerConfig):
+    def __init__(self, config: TransformerConfig, parts: dict | None = None):
         super().__init__()
+        builder = ModelParts(config, parts)
         self.config = config
-        self.encoder = Encoder(config)
-        self.decoder = Decoder(config)
+        self.parts = builder.parts
+        self._padding_mask, self._causal_mask = builder.padding_mask, builder.causal_mask
+        self.encoder = Encoder(config, builder)
+        self.decoder = Decoder(config, builder)
         self.generator = nn.Linear(config.d_model, config.tgt_vocab_size)  # hidden -> logits over the target vocab
         self._reset_parameters()
         if config.tie_embeddings:
-            self.generator.weight = self.decoder.embedding.embedding.weight
+            self.generator.weight = builder.tied_matrix(self.decoder.embedding)
+        builder.watch_attention(self)
 
     def _reset_parameters(self) -> None:
         init_weights(self)
@@ -222,7 +227,7 @@ class Transformer(nn.Module):
     def encode(self, src: torch.Tensor) -> torch.Tensor:
         """src ``(batch, src_len)`` -> memory ``(batch, src_len, d_model)``."""
         self._check_ids(src, self.config.src_vocab_size, "src")
-        return self.encoder(src, padding_mask(src, self.config.pad_id))
+        return self.encoder(src, self._padding_mask(src, self.config.pad_id))  # mask (batch, 1, 1, src_len)
 
     def decode(self, tgt: torch.Tensor, memory: torch.Tensor, src: torch.Tensor) -> torch.Tensor:
         """Next-token logits for every target position.
@@ -244,8 +249,15 @@ class Transformer(nn.Module):
             )
         if tgt.size(0) != src.size(0):
             raise ValueError(f"tgt and src must have the same batch size, got {tgt.size(0)} and {src.size(0)}")
-        hidden = self.decoder(tgt, memory, padding_mask(src, self.config.pad_id))
+        hidden = self.decoder(tgt, memory, self._padding_mask(src, self.config.pad_id), self._target_mask(tgt))
         return self.generator(hidden)  # (batch, tgt_len, tgt_vocab_size)
+
+    def _target_mask(self, tgt: torch.Tensor) -> torch.Tensor:
+        """The decoder's self-attention mask, padding AND causal, ``(batch, 1, tgt_len, tgt_len)``."""
+        if not self.parts:
+            return decoder_self_attention_mask(tgt, self.config.pad_id)
+        causal = self._causal_mask(tgt.size(1)).to(tgt.device)  # (tgt_len, tgt_len)
+        return self._padding_mask(tgt, self.config.pad_id) & causal  # broadcast: (batch, 1, tgt_len, tgt_len)
 
     def forward(self, src: torch.Tensor, tgt: torch.Tensor) -> torch.Tensor:
         """Teacher-forced logits.
@@ -264,7 +276,7 @@ def attention_modules(model: nn.Module) -> dict[str, MultiHeadAttention]:
     """Every attention block of a model by name, e.g. ``'decoder.layers.0.cross_attn'``.
 
     Course ``MultiHeadAttention`` modules, and any module that declares ``records_attention = True``
-    and has ``keep_attention`` / ``last_attention`` (``course_lib.assembly.AttentionRecorder``).
+    and has ``keep_attention`` / ``last_attention`` (a supplied one, see ``course_lib.builders.recordable``).
     """
     return {name: m for name, m in model.named_modules()
             if isinstance(m, MultiHeadAttention) or getattr(m, "records_attention", False)}

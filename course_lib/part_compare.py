@@ -673,17 +673,20 @@ def record_calls(layer: nn.Module, inputs: tuple, d_model: int = D_MODEL, d_ff: 
     return calls
 
 
-def _attention_inputs(call: Call):
+def attention_call_inputs(args: tuple, kwargs: dict):
     """(query, key, value, mask) of an attention call, positional or by keyword."""
-    args = list(call.args)
-    named = call.kwargs
-    query = named.get("query", args[0] if args else None)
-    key = named.get("key", args[1] if len(args) > 1 else None)
-    value = named.get("value", args[2] if len(args) > 2 else None)
-    mask = named.get("mask", args[3] if len(args) > 3 else None)
+    query = kwargs.get("query", args[0] if args else None)
+    key = kwargs.get("key", args[1] if len(args) > 1 else None)
+    value = kwargs.get("value", args[2] if len(args) > 2 else None)
+    mask = kwargs.get("mask", args[3] if len(args) > 3 else None)
     if mask is None:
-        mask = next((v for v in named.values() if isinstance(v, torch.Tensor) and v.dtype == torch.bool), None)
+        mask = next((v for v in kwargs.values() if isinstance(v, torch.Tensor) and v.dtype == torch.bool), None)
     return query, key, value, mask
+
+
+def _attention_inputs(call: Call):
+    """(query, key, value, mask) of a recorded attention call."""
+    return attention_call_inputs(tuple(call.args), call.kwargs)
 
 
 def _same(a, b) -> bool:

@@ -2,10 +2,17 @@
 
 The notebooks are not re-executed: their stored outputs (checked in CI by strict nbval) are rendered as
 they are. The sources are staged into ``build/site-src``:
-    * ``index.md``: the README (syllabus, architecture picture) with the site's table of contents;
-    * ``notebooks/*.ipynb``, ``notebooks/images/``, ``notebooks/README.md`` (the notebook standard);
-    * ``data/README.md`` (the data card) and ``data/checkpoints/README.md`` (the checkpoint card);
-    * ``instructors.md``: the README's instructor notes with how to present and publish the course.
+    * ``index.md``: the landing page for learners, ``site/landing.md`` filled in from the README (title,
+      opening paragraph, architecture picture, syllabus) and from notebook 10's stored outputs (one German
+      sentence the trained model translated), with the site's table of contents;
+    * one page per group of the README's other sections (``README_PAGES``: set-up, instructor notes,
+      command line, real data, the package, development); a README section that no page takes stops the build;
+    * ``notebooks/*.ipynb``, changed for the website only: cells tagged ``course-check`` or ``colab-setup``
+      get myst-nb's ``remove-cell`` tag, and every figure gets an alternative text
+      (``scripts/figure_alt_text.py``); the download link still serves the committed notebook;
+    * ``notebooks/images/``, ``notebooks/README.md`` (the notebook standard), the other Markdown pages in
+      ``notebooks/`` (e.g. the mask card), ``data/README.md`` (the data card) and
+      ``data/checkpoints/README.md`` (the checkpoint card).
 Links from those Markdown files to repository files that are not part of the site point to the
 repository on GitHub instead. Sphinx then builds HTML into ``build/site`` with the configuration in
 ``site/conf.py``. While it runs, every attempt to open a network connection raises an error, so a
@@ -19,16 +26,35 @@ Usage:
 from __future__ import annotations
 
 import argparse
+import html
 import re
 import shutil
 import socket
+import string
 import sys
 import time
 from pathlib import Path
 
+import nbformat
+from figure_alt_text import alt_texts
+
 ROOT = Path(__file__).resolve().parent.parent
 CONF_DIR = ROOT / "site"
 LINK_RE = re.compile(r"(\]\()([^)\s]+)(\))")
+# Cells that exist for CI or for Colab, not for the reader (notebooks/README.md): left out of the website.
+HIDDEN_TAGS = ("course-check", "colab-setup")
+REMOVE_TAG = "remove-cell"  # myst-nb leaves a cell with this tag out of the page
+# The README's sections that are not on the landing page, grouped into pages: {page: (title, sections)}.
+# "" stands for the README's text between its opening paragraph and its first section.
+README_PAGES = {
+    "setup": ("Set-up and troubleshooting", ["Quick start", "Troubleshooting"]),
+    "command_line": ("Train and translate from the command line", ["Train and translate from the command line"]),
+    "real_data": ("Real data (Multi30k)", ["Real data (Multi30k)"]),
+    "package": ("The package", ["The package"]),
+    "development": ("Development and testing", ["", "Development", "Licence"]),
+}
+LANDING_SECTIONS = ("Syllabus",)  # on the landing page itself
+INSTRUCTOR_SECTIONS = ("For instructors",)  # on instructors.md, with the notes written below
 
 
 class NetworkDisabledError(RuntimeError):
@@ -97,6 +123,100 @@ def notebooks() -> list[Path]:
     return sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))
 
 
+def notebook_pages() -> list[str]:
+    """Names of the Markdown pages in notebooks/ other than its README (the notebook standard)."""
+    return sorted(p.stem for p in (ROOT / "notebooks").glob("*.md") if p.name != "README.md")
+
+
+def stage_notebook(original: Path, copy: Path) -> None:
+    """Write the website's copy of a notebook: hidden cells tagged for removal, every figure with an alt text.
+
+    Args:
+        original: the committed notebook.
+        copy: where the staged copy goes.
+    """
+    nb = nbformat.read(original, as_version=4)
+    texts = alt_texts(nb)
+    for index, cell in enumerate(nb.cells):
+        tags = cell.metadata.get("tags", [])
+        if any(tag in HIDDEN_TAGS for tag in tags):
+            if REMOVE_TAG not in tags:
+                cell.metadata["tags"] = [*tags, REMOVE_TAG]
+            continue
+        if index in texts:  # an alt text written into the notebook itself wins
+            cell.metadata.setdefault("mystnb", {}).setdefault("image", {}).setdefault("alt", texts[index][0])
+            if len(texts[index]) > 1:  # one text per figure: site/conf.py gives each image its own
+                cell.metadata.setdefault("course_site", {}).setdefault("figure_alts", texts[index])
+    nbformat.write(nb, copy)
+
+
+IMAGE_RE = re.compile(r"!\[([^\]]+)\]\(([^)\s]+)\)")
+
+
+def readme_opening(readme: str) -> dict[str, str]:
+    """The parts of the README before its first section: title, opening paragraph, picture, the rest.
+
+    Returns:
+        ``{"title", "opening", "picture_alt", "picture", "rest"}``; ``rest`` is the text between the
+        opening paragraph and the first section, without the picture.
+    """
+    head = re.split(r"^## ", readme, maxsplit=1, flags=re.M)[0]
+    paragraphs = [p.strip() for p in head.split("\n\n") if p.strip()]
+    if len(paragraphs) < 2 or not paragraphs[0].startswith("# "):
+        raise ValueError("README.md must open with a '# title' and a paragraph")
+    pictures = [p for p in paragraphs[2:] if IMAGE_RE.fullmatch(p)]
+    if len(pictures) != 1:
+        raise ValueError(f"README.md must show one picture before its first section, found {len(pictures)}")
+    alt, path = IMAGE_RE.fullmatch(pictures[0]).groups()
+    rest = "\n\n".join(p for p in paragraphs[2:] if p != pictures[0])
+    return {"title": paragraphs[0][2:].strip(), "opening": paragraphs[1], "picture_alt": alt, "picture": path,
+            "rest": rest + "\n" if rest else ""}
+
+
+def translation_example() -> dict[str, str]:
+    """One German sentence of notebook 10's own (in no split of the corpus) and the stored translation.
+
+    Notebook 10 ends its training section by translating sentences it writes itself (``my_sentences``);
+    the first one and its translation are read from the cell's stored output, with the notebook section
+    it stands in.
+    """
+    from myst_parser.slugs import github_slugify  # the anchors myst gives headings (myst_heading_anchors)
+
+    notebook = ROOT / "notebooks" / "10_training.ipynb"
+    nb = nbformat.read(notebook, as_version=4)
+    heading = None
+    for cell in nb.cells:
+        if cell.cell_type == "markdown":
+            headings = re.findall(r"^#{2,3} (.+)$", cell.source, re.M)
+            heading = headings[-1] if headings else heading
+        elif "my_sentences = [" in cell.source:
+            output = "".join(o.get("text", "") for o in cell.get("outputs", []) if o.get("output_type") == "stream")
+            match = re.match(r"(\S[^\n]*)\n\s+→ ([^\n]+)", output)
+            if match and heading:
+                german, english = match.groups()
+                corpus = {line.split("\t")[0] for path in (ROOT / "data" / "toy_de_en").glob("*.tsv")
+                          for line in path.read_text(encoding="utf-8").splitlines()}
+                if german in corpus:
+                    raise ValueError(f"{notebook.name}: '{german}' is in the corpus; the landing page says it is not")
+                return {"german": german, "english": english,
+                        "example_link": f"notebooks/{notebook.stem}.ipynb#{github_slugify(heading)}"}
+    raise ValueError(f"{notebook.name}: no stored output of the cell that translates my_sentences (for the landing page)")
+
+
+def _toctree(caption: str, entries: list[str]) -> str:
+    lines = "\n".join(entries)
+    return f"```{{toctree}}\n:caption: {caption}\n:hidden:\n:maxdepth: 1\n\n{lines}\n```\n"
+
+
+def _notebook_title(notebook: Path) -> str:
+    """A notebook's first heading without its number, e.g. "Welcome: how this course works"."""
+    first = nbformat.read(notebook, as_version=4).cells[0].source
+    match = re.search(r"^# (?:\d+\s*·\s*)?(.+)$", first, re.M)
+    if not match:
+        raise ValueError(f"{notebook.name} does not open with a '# title'")
+    return match.group(1).strip()
+
+
 def stage(src: Path) -> None:
     """Copy the site's sources into ``src`` (emptied first) and write the generated pages.
 
@@ -108,10 +228,12 @@ def stage(src: Path) -> None:
     (src / "notebooks").mkdir(parents=True)
     url = repository_url()
     for notebook in notebooks():
-        shutil.copy2(notebook, src / "notebooks" / notebook.name)
+        stage_notebook(notebook, src / "notebooks" / notebook.name)
     shutil.copytree(ROOT / "notebooks" / "images", src / "notebooks" / "images")
+    references = notebook_pages()  # Markdown pages next to the notebooks (e.g. the mask card), linked from them
     markdown_files = {
         ROOT / "notebooks" / "README.md": src / "notebooks" / "README.md",
+        **{ROOT / "notebooks" / f"{name}.md": src / "notebooks" / f"{name}.md" for name in references},
         ROOT / "data" / "README.md": src / "data" / "README.md",
         ROOT / "data" / "checkpoints" / "README.md": src / "data" / "checkpoints" / "README.md",
     }
@@ -121,34 +243,53 @@ def stage(src: Path) -> None:
         copy.parent.mkdir(parents=True, exist_ok=True)
         copy.write_text(rewrite_links(original.read_text(encoding="utf-8"), original, staged, url), encoding="utf-8")
 
-    readme = (ROOT / "README.md").read_text(encoding="utf-8")
-    chapters = "\n".join(f"notebooks/{nb.stem}" for nb in notebooks())
-    index = rewrite_links(readme, ROOT / "README.md", staged, url) + f"""
+    readme = rewrite_links((ROOT / "README.md").read_text(encoding="utf-8"), ROOT / "README.md", staged, url)
+    sections = re.findall(r"^## (.+)$", re.sub(r"^```.*?^```", "", readme, flags=re.M | re.S), re.M)
+    placed = {*LANDING_SECTIONS, *INSTRUCTOR_SECTIONS} | {s for _, parts in README_PAGES.values() for s in parts}
+    unplaced = [s for s in sections if s not in placed]
+    if unplaced:
+        raise ValueError(f"README.md sections not on any page of the website (add them to README_PAGES): {unplaced}")
 
-```{{toctree}}
-:caption: Notebooks
-:hidden:
-:maxdepth: 1
+    opening = readme_opening(readme)
+    example = translation_example()
+    first = notebooks()[0]
+    landing = string.Template((CONF_DIR / "landing.md").read_text(encoding="utf-8")).substitute(
+        title=opening["title"],
+        opening=opening["opening"],
+        first_notebook=f"notebooks/{first.name}",
+        first_notebook_title=_notebook_title(first).split(":")[0],
+        architecture=opening["picture"],
+        architecture_alt=opening["picture_alt"],
+        # Sphinx copies pictures into _images/ under their own name; tests/test_site.py follows this link.
+        architecture_full=f"_images/{Path(opening['picture']).name}",
+        german=html.escape(example["german"]),
+        english=html.escape(example["english"]),
+        example_link=example["example_link"],
+        syllabus=section(readme, "Syllabus"),
+    )
+    landing += "\n" + "\n".join([
+        _toctree("Start here", ["setup", *(f"notebooks/{name}" for name in references), "data/README",
+                                "data/checkpoints/README"]),
+        _toctree("Notebooks", [f"notebooks/{nb.stem}" for nb in notebooks()]),
+        _toctree("For instructors", ["instructors", "notebooks/README"]),
+        _toctree("For developers", [page for page in README_PAGES if page != "setup"]),
+    ])
+    (src / "index.md").write_text(landing, encoding="utf-8")
 
-{chapters}
-```
-
-```{{toctree}}
-:caption: Course material
-:hidden:
-:maxdepth: 1
-
-data/README
-data/checkpoints/README
-instructors
-notebooks/README
-```
-"""
-    (src / "index.md").write_text(index, encoding="utf-8")
+    for page, (title, parts) in README_PAGES.items():
+        text = f"# {title}\n\n"
+        for part in parts:
+            if not part:
+                text += opening["rest"] + "\n"
+            elif len(parts) == 1:
+                text += section(readme, part) + "\n"
+            else:
+                text += f"## {part}\n\n{section(readme, part)}\n"
+        (src / f"{page}.md").write_text(text, encoding="utf-8")
 
     instructors = f"""# Instructor notes
 
-{rewrite_links(section(readme, "For instructors"), ROOT / "README.md", staged, url)}
+{section(readme, "For instructors")}
 ## Running a session
 
 * **Before class.** `make test` re-executes every notebook under strict nbval (what you show is what
@@ -158,13 +299,13 @@ notebooks/README
   its first code cell installs the course on Colab (tested by `tests/test_colab_path.py`).
 * **This website** is built by `make site` from the committed notebooks, without executing them and
   without network access; `build/site/index.html` can be opened directly or served by any static web
-  server. Each notebook page links to Colab and offers the notebook for download.
+  server. Each notebook page links to Colab and offers the notebook for download. The pages leave out
+  the cells that exist for CI and for Colab (tagged `course-check` or `colab-setup`); the downloaded
+  notebook keeps them.
 * **The notebook standard** every notebook follows (cell order, slide metadata, exercises, strict
   nbval) is on its [own page](notebooks/README.md).
-
-## Syllabus with run times
-
-{section(readme, "Syllabus")}"""
+* **The syllabus** with each notebook's CPU time is on the [home page](index.md#syllabus).
+"""
     (src / "instructors.md").write_text(instructors, encoding="utf-8")
 
 
@@ -179,7 +320,11 @@ def build(out: Path, src: Path) -> int:
 
     stage(src)
     disable_network()
-    return build_main(["-b", "html", "-c", str(CONF_DIR), "-q", "-E", str(src), str(out)])
+    status = build_main(["-b", "html", "-c", str(CONF_DIR), "-q", "-E", str(src), str(out)])
+    if status == 0:  # "Download notebook" serves the committed notebook, not the website's copy
+        for notebook in notebooks():
+            shutil.copy2(notebook, out / "_sources" / "notebooks" / notebook.name)
+    return status
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -23,13 +23,29 @@ BADGE_PLACEHOLDER = (
 )
 SLIDE_TYPES = ("slide", "subslide", "fragment", "-", "skip", "notes")
 
+# Cells that exist for CI, not for the reader (notebooks/README.md "Out of the reader's view"): the
+# course-check cells that keep the prose's figures equal to the computation, and the Colab set-up cell.
+# They run everywhere, but JupyterLab shows them collapsed, Colab shows only their title line, and
+# the website, the slides and the student edition leave them out.
+CHECK_TAG = "course-check"
+CHECK_TITLE = "# @title Course check (hidden): the figures quoted in the text above come from this computation"
 
-def _metadata(slide: str, tags=()) -> dict:
+
+def hide_cell(metadata: dict) -> dict:
+    """Mark a code cell's metadata so JupyterLab collapses it and Colab shows only its ``# @title`` line."""
+    metadata["jupyter"] = {"source_hidden": True, "outputs_hidden": True}
+    metadata["cellView"] = "form"
+    return metadata
+
+
+def _metadata(slide: str, tags=(), reasons: dict | None = None) -> dict:
     if slide not in SLIDE_TYPES:
         raise ValueError(f"slide must be one of {SLIDE_TYPES}, got {slide!r}")
     meta = {"slideshow": {"slide_type": slide}}
     if tags:
         meta["tags"] = list(tags)
+    if reasons:
+        meta["tag_reasons"] = dict(reasons)
     return meta
 
 
@@ -38,9 +54,23 @@ def markdown(text: str, slide: str = "-"):
     return new_markdown_cell(text.strip("\n"), metadata=_metadata(slide))
 
 
-def code(src: str, slide: str = "-", tags=()):
-    """A code cell; ``tags`` e.g. ("nbval-ignore-output",) need a '# tag: reason' comment in ``src``."""
-    return new_code_cell(src.strip("\n"), metadata=_metadata(slide, tags))
+def code(src: str, slide: str = "-", tags=(), reasons: dict | None = None):
+    """A code cell.
+
+    Args:
+        src: the code.
+        slide: its reveal.js slide type.
+        tags: cell tags, e.g. ("nbval-ignore-output",).
+        reasons: why each nbval tag is there, e.g. {"nbval-ignore-output": "wall-clock time"}; stored in
+            the cell's metadata (``tag_reasons``), beside the tag, not in the code a student reads.
+    """
+    return new_code_cell(src.strip("\n"), metadata=_metadata(slide, tags, reasons))
+
+
+def course_check(src: str):
+    """A hidden cell that checks the figures quoted in the prose above (``prose.check(...)`` lines)."""
+    source = f"{CHECK_TITLE}\nfrom course_lib import prose\n\n{src.strip()}"
+    return new_code_cell(source, metadata=hide_cell(_metadata("skip", (CHECK_TAG,))))
 
 
 def solution(text: str, title: str = "Show a solution"):

@@ -1,8 +1,8 @@
 """Re-execute notebooks top to bottom in a fresh kernel and store their outputs (``make regenerate``).
 
-Keeps cell tags, slide metadata and the kernelspec; drops per-cell timing metadata and widget
-state, so a regenerated notebook differs from the last one only where its outputs changed. The
-Colab badge and set-up cell are stamped first (scripts/stamp_colab.py). Runs with one torch thread
+Keeps cell tags, slide metadata and the kernelspec; drops per-cell timing metadata, widget
+state and progress bars (without their widget state a reader would see a frozen "0%" line), so a
+regenerated notebook differs from the last one only where its outputs changed. The Colab badge and set-up cell are stamped first (scripts/stamp_colab.py). Runs with one torch thread
 (COURSE_NUM_THREADS=1), as CI does.
 
 Usage:
@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
 import sys
 import time
 from pathlib import Path
@@ -24,6 +25,13 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from stamp_colab import repository_url, stamp
 
 KERNEL_NAME = "python3"
+PROGRESS_BAR = re.compile(r"\d+%\|")  # tqdm's "training:  40%|████      | 400/1000"
+
+
+def is_progress_bar(output) -> bool:
+    """A tqdm bar: without the widget state it would be stored as a frozen "0%" line."""
+    text = output.get("data", {}).get("text/plain", "") if output.get("output_type") == "display_data" else ""
+    return bool(PROGRESS_BAR.search("".join(text)))
 
 
 def clean_metadata(nb) -> None:
@@ -34,7 +42,8 @@ def clean_metadata(nb) -> None:
         cell.metadata.pop("execution", None)
         cell.metadata.pop("ExecuteTime", None)
         if cell.cell_type == "code":
-            for output in cell.get("outputs", []):
+            cell.outputs = [output for output in cell.get("outputs", []) if not is_progress_bar(output)]
+            for output in cell.outputs:
                 output.get("metadata", {}).pop("execution", None)
 
 

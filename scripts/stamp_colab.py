@@ -6,7 +6,8 @@ The address lives in one place, ``[project.urls] Repository`` in pyproject.toml.
       ``course_lib`` (so the data and the shipped checkpoint are there too); elsewhere it does nothing.
       ``tests/test_colab_path.py`` runs that cell as Colab would, with ``COURSE_COLAB_DIR`` naming a
       temporary folder instead of ``/content/...`` and git's ``url.<base>.insteadOf`` pointing the
-      clone at the local checkout.
+      clone at the local checkout. The cell is out of the reader's view: collapsed in JupyterLab, only its
+      ``# @title`` line on Colab, left out of the website and the slides.
 This script rewrites both from the templates below.
 
 Usage:
@@ -23,12 +24,16 @@ from pathlib import Path
 
 import nbformat
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from notebook_cells import hide_cell
+
 ROOT = Path(__file__).resolve().parent.parent
 BADGE_RE = re.compile(r"^\[!\[Open In Colab\]\(https://colab\.research\.google\.com/assets/colab-badge\.svg\)\]\([^)]*\)$", re.M)
 SETUP_TAG = "colab-setup"
 
-SETUP_TEMPLATE = '''# Set-up. On Google Colab: fetch the course (code, data, trained checkpoint) and install course_lib.
-# Anywhere else this cell does nothing: `make lab` has already installed everything.
+SETUP_TEMPLATE = '''# @title Set-up (Colab only): fetch the course and install course_lib. Elsewhere it does nothing.
+# On Google Colab it clones the course (code, data, trained checkpoint) and installs course_lib;
+# anywhere else `make lab` has already installed everything.
 import sys
 
 REPO_URL = "{url}"
@@ -79,6 +84,10 @@ def stamp(nb, notebook: Path, url: str) -> list[str]:
     if setup_cells[0].source != setup_source(url):
         setup_cells[0].source = setup_source(url)
         changed.append("colab set-up cell")
+    hidden = hide_cell(dict(setup_cells[0].metadata))
+    if dict(setup_cells[0].metadata) != hidden:  # collapsed in JupyterLab, only the title line on Colab
+        setup_cells[0].metadata.update(hidden)
+        changed.append("colab set-up cell collapsed")
     return changed
 
 

@@ -2,7 +2,8 @@
 
 Derived from whatever notebooks are in ``notebooks/``, never edited by hand:
 
-1. every collapsed solution (a markdown cell holding ``<details><summary>…solution…``) is removed, and
+1. every collapsed solution (a markdown cell holding ``<details><summary>…solution…``) and every hidden
+   ``course-check`` cell (CI's check of the course's own prose) is removed, and
    every ``%%my_part`` cell (the notebook's own version of a part) keeps only the part's contract and
    a stub, so that students save their own parts (the cell after it reports "not saved yet");
 2. after every exercise cell (a cell that calls ``nbNN.check_…(…)``) a locked nbgrader test cell is
@@ -38,11 +39,16 @@ from pathlib import Path
 
 import nbformat
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from notebook_cells import CHECK_TAG
+
 from course_lib.my_parts import skeleton
 
 ROOT = Path(__file__).resolve().parent.parent
 HIDDEN_TESTS_DIR = ROOT / "instructor"
 COURSE_ID = "transformers-from-scratch"
+# Pages the notebooks link to by a relative path: handed out next to the notebooks.
+LINKED_PAGES = (ROOT / "notebooks" / "mask_card.md",)
 CHECKER_MODULE = re.compile(r"nb\d\d")
 SOLUTION_SUMMARY = re.compile(r"<summary>[^<]*solution[^<]*</summary>", re.IGNORECASE)
 BEGIN_HIDDEN, END_HIDDEN = "### BEGIN HIDDEN TESTS", "### END HIDDEN TESTS"
@@ -193,8 +199,8 @@ def instructor_notebook(nb, exercises: list[Exercise]):
     source = nbformat.v4.new_notebook(metadata=nb.metadata)
     source.nbformat, source.nbformat_minor = nb.nbformat, nb.nbformat_minor
     for index, cell in enumerate(nb.cells):
-        if is_solution_cell(cell):
-            continue
+        if is_solution_cell(cell) or CHECK_TAG in cell.get("metadata", {}).get("tags", []):
+            continue  # course-check cells test the course's own prose, not the student's work
         source.cells.append(blank_part_cell(cell))
         if index in graded:
             source.cells.append(grading_cell(graded[index]))
@@ -280,6 +286,8 @@ def build_student_edition(notebooks: list[Path], out: Path) -> tuple[Path, list[
                 shutil.copy2(item, edition / item.name)
             else:
                 shutil.copytree(item, edition / item.name, dirs_exist_ok=True)
+    for page in LINKED_PAGES:
+        shutil.copy2(page, edition / page.name)
     return edition, exercises
 
 

@@ -2,9 +2,13 @@
 
 The build reads the committed, executed notebooks as they are (``nb_execution_mode = "off"``) and needs
 no network: the theme ships its assets, MathJax comes from the ``sphinx-mathjax-offline`` package and is
-copied into ``_static/mathjax``, and the Colab badge image is served from ``_static``.
-``scripts/build_site.py`` stages the sources (README as the landing page, notebooks, data cards,
-instructor notes) into ``build/site-src`` and runs Sphinx with this directory as its configuration.
+copied into ``_static/mathjax``, the copy buttons' script comes from ``sphinx-copybutton``, and the Colab
+badge image is served from ``_static``. ``scripts/build_site.py`` stages the sources (the landing page
+``landing.md`` filled in from the README, the README's other sections as their own pages, notebooks with
+their CI-only cells marked for removal and an alt text for every figure, data cards, instructor notes)
+into ``build/site-src`` and runs Sphinx with this directory as its configuration. ``_static/course.css``
+keeps code, tables and formulas inside the page (down to phone width); ``_static/course-search.js``
+keeps the navigation and raw LaTeX out of the search results' previews.
 """
 
 from __future__ import annotations
@@ -29,13 +33,16 @@ REPOSITORY_URL = _repository_url()
 COLAB_BADGE_URL = "https://colab.research.google.com/assets/colab-badge.svg"
 
 project = "Transformers from scratch"
-author = "The course authors"
-copyright = "the course authors (MIT licence; data CC BY 4.0)"
+author = "the contributors to Transformers from scratch"
+copyright = "the contributors to Transformers from scratch"  # not shown: the footer is "extra_footer" below
 
 extensions = [
     "myst_nb",
     "sphinx-mathjax-offline",  # MathJax 3 files shipped by a pip package, copied into _static/mathjax
+    "sphinx_copybutton",  # a copy button on code cells; its script and icons are copied into _static
 ]
+# Copy buttons on code (notebook inputs, commands in the text), not on a cell's printed output.
+copybutton_selector = "div:not(.output) > div.highlight > pre"
 
 root_doc = "index"
 exclude_patterns = ["_build", "**.ipynb_checkpoints"]
@@ -59,6 +66,7 @@ html_theme = "sphinx_book_theme"
 html_title = "Transformers from scratch"
 html_static_path = [str(HERE / "_static")]
 html_css_files = ["course.css"]
+html_js_files = ["course-search.js"]
 html_copy_source = True
 html_sourcelink_suffix = ""  # _sources/notebooks/NN.ipynb is the notebook itself: the download link
 html_last_updated_fmt = None
@@ -72,6 +80,12 @@ html_theme_options = {
     "launch_buttons": {"colab_url": "https://colab.research.google.com", "notebook_interface": "jupyterlab"},
     "show_toc_level": 2,
     "navigation_with_keys": True,
+    # No "By <author>" and "© Copyright" lines: one footer line with the licences and the source.
+    "footer_content_items": ["extra-footer.html"],
+    "extra_footer": (
+        '<p>Transformers from scratch: code under the MIT licence, data under CC BY 4.0. '
+        f'Source and notebooks: <a href="{REPOSITORY_URL}">{REPOSITORY_URL.split("://")[-1]}</a>.</p>'
+    ),
 }
 
 
@@ -105,6 +119,23 @@ def _notebook_links(app, doctree, docname: str) -> None:
     )
 
 
+def _figure_alt_texts(app, doctree) -> None:
+    """Give each figure of a cell that draws several its own alt text (myst-nb sets one per cell).
+
+    ``scripts/build_site.py`` stores the texts, one per figure in order, in the staged notebook's cell
+    metadata ``course_site.figure_alts``.
+    """
+    for cell in doctree.findall(nodes.container):
+        if cell.get("nb_element") != "cell_code":
+            continue
+        texts = (cell.get("cell_metadata") or {}).get("course_site", {}).get("figure_alts")
+        images = list(cell.findall(nodes.image))
+        if texts and len(texts) == len(images):
+            for image, text in zip(images, texts, strict=True):
+                image["alt"] = text
+
+
 def setup(app):
+    app.connect("doctree-read", _figure_alt_texts)
     app.connect("doctree-resolved", _notebook_links)
     return {"parallel_read_safe": True, "parallel_write_safe": True}

@@ -10,7 +10,7 @@ import pytest
 import torch
 from torch import nn
 
-from course_lib.assembly import AssembledTransformer, build_transformer, load_my_parts, ownership_table
+from course_lib.assembly import build_transformer, load_my_parts, ownership_table
 from course_lib.model import Transformer, TransformerConfig
 from course_lib.my_parts import keep_part, module_names
 from course_lib.parts import PART_NAMES, PARTS, PartContractError, check_part
@@ -87,7 +87,7 @@ def test_the_saved_parts_of_the_notebooks_train_and_decode(norm_first):
                                norm_first=norm_first)
     model = build_transformer(config, parts)
     assert isinstance(model.decoder.norm, nn.Identity) != norm_first  # pre-norm ends each stack with a LayerNorm
-    assert isinstance(model, AssembledTransformer)
+    assert type(model) is Transformer  # the one course model, with the student's parts inside
     src = torch.randint(4, 23, (4, 7))
     tgt = torch.randint(4, 19, (4, 6))
     src[1, 5:] = 0
@@ -106,24 +106,48 @@ def test_the_saved_parts_of_the_notebooks_train_and_decode(norm_first):
     assert tokens.shape[0] == 4 and tokens.shape[1] <= 8
 
 
-def test_an_all_course_assembly_equals_the_course_model():
+def test_an_all_course_assembly_is_the_course_model():
+    """No parts: the same modules, created in the same order, so the same seed gives the same weights."""
     torch.manual_seed(0)
     course = Transformer(CONFIG).eval()
+    torch.manual_seed(0)
     assembled = build_transformer(CONFIG, {}).eval()
-    state = {k.replace("embedding.embedding.", "embedding.embedding."): v for k, v in course.state_dict().items()}
-    missing, unexpected = assembled.load_state_dict(state, strict=False)
-    assert not [k for k in missing if not k.endswith(".pe")] and not unexpected
+    assert [n for n, _ in course.named_parameters()] == [n for n, _ in assembled.named_parameters()]
+    for (name, a), b in zip(course.state_dict().items(), assembled.state_dict().values(), strict=True):
+        assert torch.equal(a, b), name
     src, tgt = torch.randint(4, 23, (3, 6)), torch.randint(4, 19, (3, 5))
     src[2, 4:] = 0
     with torch.no_grad():
-        assert torch.allclose(course(src, tgt), assembled(src, tgt), atol=1e-5)
+        assert torch.equal(course(src, tgt), assembled(src, tgt))
+
+
+def test_the_course_parts_passed_in_give_the_course_model():
+    """The course's own parts, passed as parts, compute what the course model computes (weights copied)."""
+    from course_lib import attention, embeddings, layers, masks
+
+    course_parts = {"token_embedding": embeddings.TokenEmbedding, "positional_encoding": embeddings.sinusoidal_table,
+                    "multi_head_attention": attention.MultiHeadAttention, "padding_mask": masks.padding_mask,
+                    "causal_mask": masks.causal_mask, "layer_norm": layers.LayerNorm,
+                    "feed_forward": layers.PositionwiseFeedForward}
+    torch.manual_seed(0)
+    course = Transformer(CONFIG).eval()
+    plugged = build_transformer(CONFIG, course_parts).eval()
+    plugged.load_state_dict(course.state_dict())
+    src, tgt = torch.randint(4, 23, (3, 6)), torch.randint(4, 19, (3, 5))
+    src[2, 4:] = 0
+    with torch.no_grad():
+        assert torch.allclose(course(src, tgt), plugged(src, tgt), atol=1e-6)
 
 
 def test_dropout_and_unknown_parts_are_rejected():
+    from course_lib.attention import scaled_dot_product_attention
+
     with pytest.raises(ValueError, match=r"dropout must be 0\.0"):
-        build_transformer(TransformerConfig(dropout=0.1), {})
+        build_transformer(TransformerConfig(dropout=0.1), {"attention": scaled_dot_product_attention})
     with pytest.raises(ValueError, match="unknown part names"):
         build_transformer(CONFIG, {"layernorm": nn.LayerNorm})
+    with pytest.raises(ValueError, match="unknown part names"):
+        Transformer(CONFIG, {"layernorm": nn.LayerNorm})
 
 
 def test_ownership_table_says_whose_code_runs():
@@ -234,21 +258,24 @@ def test_record_attention_sees_a_supplied_multi_head_attention():
     assert cross.shape == (2, 4, 5, 7) and torch.allclose(cross.sum(-1), torch.ones(2, 4, 5), atol=1e-5)
     assert float(cross[1, ..., 5:].abs().max()) == 0.0  # padded source positions get no weight
     assert maps["decoder.layers.0.self_attn"][0].triu(1).abs().max() == 0  # causal
-    # the twin reproduces the part's own output, so its weights are the part's
-    recorder = model.decoder.layers[1].cross_attn
+    # the student's own module is in the model (not wrapped: its parameter names are its own), and the
+    # twin with its projections reproduces its output, so the recorded weights are the part's
+    part = model.decoder.layers[1].cross_attn
+    assert type(part) is parts["multi_head_attention"]
+    assert not any(".inner." in name for name, _ in model.named_parameters())
     x, memory = torch.randn(2, 5, 16), torch.randn(2, 7, 16)
     twin = MultiHeadAttention(16, 4).eval()
-    for mine, theirs in zip([m for m in recorder.inner.modules() if isinstance(m, nn.Linear)],
+    for mine, theirs in zip([m for m in part.modules() if isinstance(m, nn.Linear)],
                             (twin.q_proj, twin.k_proj, twin.v_proj, twin.out_proj), strict=True):
         theirs.load_state_dict(mine.state_dict())
     with torch.no_grad():
-        assert torch.allclose(recorder(x, memory, memory), twin(x, memory, memory), atol=1e-5)
+        assert torch.allclose(part(x, memory, memory), twin(x, memory, memory), atol=1e-5)
 
 
 def test_record_attention_matches_projections_by_role_not_by_order():
     """A correct attention that creates its output projection first: the recorded weights are still right."""
-    from course_lib.assembly import AttentionRecorder
     from course_lib.attention import MultiHeadAttention
+    from course_lib.builders import recordable
 
     class OutFirst(nn.Module):
         def __init__(self, d_model, n_heads):
@@ -268,7 +295,7 @@ def test_record_attention_matches_projections_by_role_not_by_order():
 
     torch.manual_seed(0)
     part = OutFirst(16, 4).eval()
-    recorder = AttentionRecorder(part, 16, 4)
+    recorder = recordable(part, 4)
     twin = MultiHeadAttention(16, 4).eval()
     for mine, theirs in ((part.to_q, twin.q_proj), (part.to_k, twin.k_proj), (part.to_v, twin.v_proj),
                          (part.mix, twin.out_proj)):
@@ -307,3 +334,13 @@ def test_a_refused_save_is_one_line_and_never_leaves_a_tick_for_the_old_file(tmp
     shell.run_cell_magic("my_part", "masks", good)  # fixed: saved, and the refusal is forgotten
     capsys.readouterr()
     assert check_saved_part("causal_mask").ok
+
+
+def test_a_students_embedding_can_share_its_matrix_with_the_output_layer():
+    parts = load_my_parts(NOTEBOOKS)
+    config = TransformerConfig(src_vocab_size=23, tgt_vocab_size=19, d_model=16, n_heads=4, d_ff=32,
+                               tie_embeddings=True)
+    model = build_transformer(config, parts)
+    shared = [p for p in model.decoder.embedding.parameters() if p is model.generator.weight]
+    assert len(shared) == 1 and tuple(shared[0].shape) == (19, 16)
+    assert model.num_parameters() == Transformer(config).num_parameters()  # the tied matrix counted once

@@ -1,6 +1,7 @@
 """The throughput benchmark script runs end to end (2 tiny steps per model; nothing is timed or asserted on speed)."""
 
 import importlib.util
+import json
 from pathlib import Path
 
 import torch
@@ -64,18 +65,22 @@ def test_benchmark_models_compute_the_same_function():
         torch.testing.assert_close(ours(src, tgt)[real], ref(src, tgt)[real], atol=1e-5, rtol=0)
 
 
-def test_your_parts_speed_benchmark_runs(capsys):
+def test_your_parts_speed_benchmark_runs(capsys, tmp_path):
     spec = importlib.util.spec_from_file_location("your_parts_speed", SCRIPT.parent / "your_parts_speed.py")
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     threads = torch.get_num_threads()
+    record = tmp_path / "speed.json"
     try:
         result = module.main(["--parts-dir", str(SCRIPT.parents[1] / "notebooks"), "--rounds", "1", "--block", "1",
-                              "--train-pairs", "200"])
+                              "--train-pairs", "200", "--test-sentences", "8", "--decode-rounds", "1",
+                              "--record", str(record)])
     finally:
         torch.set_num_threads(threads)
-    assert result["yours"] > 0 and result["course_lib"] > 0
+    assert set(result["train_steps_per_second"]) == {"course_lib", "course parts", "yours"}
+    assert all(rate > 0 for rate in result["decode_sentences_per_second"].values())
     assert "yours/course_lib" in capsys.readouterr().out
+    assert json.loads(record.read_text())["results"]["ratios"]["cache_speedup_yours"] > 0
 
 
 def _load(name: str):

@@ -456,3 +456,48 @@ def test_a_layer_built_on_a_buggy_attention_names_the_attention_first():
     assert report.faulty == ["multi_head_attention", "encoder_layer"], str(report)
     layer = next(f.evidence for f in report.findings if f.part == "encoder_layer")
     assert "its multi-head attention differs" in layer
+
+
+def _decodings(model, src):
+    """(cached greedy, uncached greedy, cached beam, uncached beam) for ``model``; asserts no cache fallback."""
+    import warnings
+
+    from course_lib.decoding import beam_search, greedy_decode
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # a fallback to uncached decoding warns: make it fail the test
+        return (greedy_decode(model, src, max_len=7), greedy_decode(model, src, max_len=7, use_cache=False),
+                beam_search(model, src, beam_size=3, max_len=7), beam_search(model, src, beam_size=3, max_len=7,
+                                                                              use_cache=False))
+
+
+@pytest.mark.parametrize("norm_first", [False, True])
+@pytest.mark.parametrize(("part", "correct"), [*CORRECT, ("all ten", None)],
+                         ids=[*(_id(c) for c in CORRECT), "all-ten"])
+def test_the_students_model_decodes_with_a_cache_that_changes_nothing(part, correct, norm_first):
+    """Transformer(config, parts): cached greedy and beam decoding equal the whole-prefix pass, for every
+    correct variant (their own names, order, fused projections) and for all ten parts at once."""
+    from course_lib.decoding import CachedDecoder, InputCachedDecoder, make_stepper
+    from course_lib.model import Transformer, TransformerConfig
+
+    parts = dict(GOOD) if correct is None else {part: correct}
+    config = TransformerConfig(src_vocab_size=23, tgt_vocab_size=19, d_model=16, n_heads=4, d_ff=32,
+                               norm_first=norm_first)
+    torch.manual_seed(0)
+    model = Transformer(config, parts).eval()
+    src = torch.randint(4, 23, (3, 6))
+    src[1, 4:] = 0
+    with torch.no_grad():
+        stepper = make_stepper(model, model.encode(src), src)
+    from course_lib.attention import MultiHeadAttention
+    from course_lib.layers import DecoderLayer
+
+    course_owned = all(type(layer) is DecoderLayer and type(layer.self_attn) is MultiHeadAttention
+                       and type(layer.cross_attn) is MultiHeadAttention for layer in model.decoder.layers)
+    assert isinstance(stepper, CachedDecoder if course_owned else InputCachedDecoder)
+    if correct in (attention_einsum_where, OutFirstMHA, FusedEinsumMHA, RawParameterMHA, CrossFirstDecoder):
+        assert isinstance(stepper, InputCachedDecoder)  # a student's own attention: its inputs are cached
+    greedy, greedy_plain, beam, beam_plain = _decodings(model, src)
+    assert torch.equal(greedy, greedy_plain)
+    beam, beam_plain = (b[0] if isinstance(b, tuple) else b for b in (beam, beam_plain))  # the tokens
+    assert torch.equal(beam, beam_plain)

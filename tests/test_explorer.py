@@ -14,7 +14,18 @@ import torch
 
 from course_lib.checkpoint import load_checkpoint
 from course_lib.decoding import beam_search, greedy_decode, length_penalty, output_lengths, sequence_log_probs
-from course_lib.explorer import KINDS, MEAN, SHIPPED_CHECKPOINT, Explorer, analyze, attention_figure
+from course_lib.explorer import (
+    KINDS,
+    MEAN,
+    SHIPPED_CHECKPOINT,
+    Explorer,
+    _png,
+    analyze,
+    attention_figure,
+    head_name,
+    layer_name,
+    one_line,
+)
 from course_lib.tokenization import Tokenizer
 
 PNG = b"\x89PNG\r\n\x1a\n"
@@ -120,21 +131,90 @@ def test_analyze_rejects_bad_input(trained):
         analyze(model, "Hund " * 200, src_vocab, tgt_vocab, tokenizer)
 
 
-def test_attention_figure_limits_rows_to_the_step(analysis):
-    fig = attention_figure(analysis, "cross-attention", layer=-1, head=None, upto_step=3)
-    ax = fig.axes[0]
-    assert [t.get_text() for t in ax.get_yticklabels()] == analysis.out_tokens[:3]
-    assert "layer 1, mean of heads" in ax.get_title()
+def test_attention_figure_names_its_axes_and_layers_in_words(analysis):
+    """Someone who does not read code learns from the picture what its rows and columns are."""
+    words = {
+        "cross-attention": ("rows: English word being written", "columns: German word read"),
+        "decoder self-attention": ("rows: English word being written", "columns: earlier English word read"),
+        "encoder self-attention": ("rows: German word being updated", "columns: German word read"),
+    }
+    for kind, (rows, cols) in words.items():
+        ax = attention_figure(analysis, kind, layer=0, head=2).axes[0]
+        assert (ax.get_ylabel(), ax.get_xlabel()) == (rows, cols), kind
+        assert ax.get_title() == f"{kind.capitalize()}, layer 1 of 2, head 3 of 4"
+    ax = attention_figure(analysis, "cross-attention").axes[0]  # the default: the last layer, mean of heads
+    assert ax.get_title() == "Cross-attention, layer 2 of 2, all heads (mean)"
+    assert [t.get_text() for t in ax.get_yticklabels()] == analysis.out_tokens
+    assert [t.get_text() for t in ax.get_xticklabels()] == analysis.src_tokens
+    with pytest.raises(ValueError, match="layer"):
+        attention_figure(analysis, "cross-attention", layer=2)
+
+
+def test_layer_and_head_names_count_from_one():
+    assert [layer_name(i, 2) for i in range(2)] == ["layer 1 of 2", "layer 2 of 2 (last)"]
+    assert layer_name(0, 1) == "layer 1 of 1"
+    assert head_name(None, 4) == "all heads (mean)" and head_name(2, 4) == "head 3 of 4"
+    with pytest.raises(ValueError, match="layer"):
+        layer_name(2, 2)
+    with pytest.raises(ValueError, match="head"):
+        head_name(4, 4)
+
+
+def test_attention_figure_greys_the_steps_not_reached(analysis):
+    out_tokens = analysis.out_tokens
+    ax = attention_figure(analysis, "cross-attention", layer=-1, head=None, upto_step=3).axes[0]
+    assert [t.get_text() for t in ax.get_yticklabels()] == [*out_tokens[:3], *[""] * (len(out_tokens) - 3)]
+    assert [t.get_text() for t in ax.get_xticklabels()] == analysis.src_tokens  # the German is all read already
+    assert any(t.get_text() == "not written yet" for t in ax.texts)
+    ax = attention_figure(analysis, "decoder self-attention", upto_step=3).axes[0]
+    assert [t.get_text() for t in ax.get_xticklabels()][:4] == ["<bos>", *out_tokens[:2], ""]
+    full = attention_figure(analysis, "encoder self-attention", upto_step=3).axes[0]  # no decoding steps: all rows
+    assert [t.get_text() for t in full.get_yticklabels()] == analysis.src_tokens
+    with pytest.raises(ValueError, match="upto_step"):
+        attention_figure(analysis, "cross-attention", upto_step=0)
+
+
+def _controls(widget):
+    """Every widget inside ``widget`` (depth first)."""
+    yield widget
+    for child in getattr(widget, "children", ()):
+        yield from _controls(child)
+
+
+def test_every_control_has_a_tooltip_on_itself(explorer):
+    import ipywidgets as w
+
+    controls = [c for c in _controls(explorer.widget) if isinstance(c, (w.Text, w.Button, w.Dropdown, w.IntSlider, w.Play))]
+    assert len(controls) == 10  # text box, button, 3 menus per tab, play, step slider
+    for control in controls:
+        assert control.tooltip and len(control.tooltip) > 20, control
+        if not isinstance(control, (w.Button, w.IntSlider)):
+            # With a description, ipywidgets puts the tooltip on the description only, not on the control
+            # (a slider shows it nowhere else, so it keeps its description).
+            assert control.description == "", control
+    # ipywidgets 8.1's front end cannot draw an Image with a tooltip (no description to test): none there.
+    assert explorer.attention_image.tooltip is None and explorer.step_image.tooltip is None
 
 
 def test_explorer_starts_with_its_sentence(explorer):
     assert "course-attention-explorer" in explorer.widget._dom_classes
     assert explorer.analysis.sentence == SENTENCE
-    assert "The small dog" in explorer.summary.value and "beam 4" in explorer.summary.value
+    assert "Translation (greedy):</b> The small dog" in explorer.summary.value
+    assert "Translation (beam 4):</b> The small dog" in explorer.summary.value
+    assert "beam 4 ✓" in explorer.candidates.value and "score (length-normalised)" in explorer.candidates.value
+    assert [explorer.tabs.get_title(i) for i in range(3)] == ["Attention", "Step by step", "Candidates"]
     assert bytes(explorer.attention_image.value).startswith(PNG) and bytes(explorer.step_image.value).startswith(PNG)
     assert explorer.step.max == explorer.play.max == explorer.step.value == len(explorer.analysis.out_tokens)
-    assert list(explorer.layer.options) == [0, 1] and explorer.layer.value == 1
-    assert list(explorer.head.options) == [MEAN, 0, 1, 2, 3] and explorer.head.value == MEAN
+    for kind, layer, head in ((explorer.kind, explorer.layer, explorer.head),
+                              (explorer.step_kind, explorer.step_layer, explorer.step_head)):
+        assert kind.value == "cross-attention"
+        assert list(layer.options) == [("layer 1 of 2", 0), ("layer 2 of 2 (last)", 1)]
+        assert layer.value == 1 and layer.label == "layer 2 of 2 (last)", "the default is the last layer"
+        assert [label for label, _ in head.options] == ["all heads (mean)", *(f"head {h} of 4" for h in range(1, 5))]
+        assert head.value == MEAN and head.label == "all heads (mean)"
+    assert list(explorer.step_kind.options) == ["cross-attention", "decoder self-attention"]  # decoding steps only
+    assert "Rows:</b> English word being written" in explorer.reading.value
+    assert "Columns:</b> German word read" in explorer.reading.value
 
 
 def test_typing_a_sentence_retranslates(explorer, trained):
@@ -143,14 +223,43 @@ def test_typing_a_sentence_retranslates(explorer, trained):
     assert explorer.analysis.unknown == ["Elefanten"]
     assert "Elefanten" in explorer.summary.value and "&lt;unk&gt;" in explorer.summary.value
     assert explorer.step.max == len(explorer.analysis.out_tokens) == explorer.step.value
-    before = explorer.analysis
-    explorer.sentence.value = ""  # an error is shown; the last analysis stays
-    assert "no tokens" in explorer.status.value and "no tokens" in explorer.error and explorer.analysis is before
+    explorer.sentence.value = ""  # an error: one line, and nothing left of the previous sentence
+    assert explorer.analysis is None and "no tokens" in explorer.error
+    assert explorer.status.layout.display != "none" and explorer.results.layout.display == "none"
+    assert "Could not translate an empty sentence: sentence has no tokens" in explorer.status.value
+    assert "<br" not in explorer.status.value and "\n" not in explorer.status.value
+    assert bytes(explorer.attention_image.value) == bytes(explorer.step_image.value) == b""
+    assert explorer.summary.value == explorer.candidates.value == explorer.step_info.value == ""
+    assert "image/png" not in explorer._repr_mimebundle_()  # no picture of an old sentence either
     explorer.sentence.value = SENTENCE
     explorer.translate.click()
-    assert explorer.status.value == "" and explorer.analysis.sentence == SENTENCE
+    assert explorer.status.value == "" and explorer.status.layout.display == "none"
+    assert explorer.results.layout.display is None and explorer.analysis.sentence == SENTENCE
+    assert bytes(explorer.attention_image.value).startswith(PNG)
     with pytest.raises(ValueError, match="starting sentence cannot be translated: sentence has no tokens"):
         Explorer(*trained, sentence="")
+
+
+def test_an_exception_clears_the_old_result_and_reads_as_one_line(trained):
+    """E.g. a tokenizer that refuses words the vocabulary lacks: the widget says so in one line."""
+    model, src_vocab, tgt_vocab, tokenizer = trained
+
+    def strict(sentence):
+        tokens = tokenizer(sentence)
+        missing = [t for t in tokens if t not in src_vocab.stoi]
+        if missing:
+            raise KeyError(", ".join(missing))
+        return tokens
+
+    explorer = Explorer(model, src_vocab, tgt_vocab, strict, sentence=SENTENCE)
+    explorer.sentence.value = "Der Mann sieht den Elefanten."
+    assert explorer.analysis is None and isinstance(explorer.exception, KeyError)
+    assert explorer.error == "KeyError: 'Elefanten'"
+    assert "Could not translate “Der Mann sieht den Elefanten.”: KeyError: &#x27;Elefanten&#x27;" in explorer.status.value
+    assert explorer.results.layout.display == "none" and bytes(explorer.attention_image.value) == b""
+    assert explorer.translate.description == "Translate" and not explorer.translate.disabled
+    assert one_line(RuntimeError("first line\n   second line")) == "RuntimeError: first line second line"
+    assert one_line(ValueError("x" * 500)).endswith("…") and len(one_line(ValueError("x" * 500))) == 200
 
 
 def test_choosing_kind_layer_and_head_redraws(explorer):
@@ -163,9 +272,11 @@ def test_choosing_kind_layer_and_head_redraws(explorer):
     images.add(bytes(explorer.attention_image.value))
     assert len(images) == 4, "each choice must draw a different picture"
     assert explorer.layer.value == 0 and explorer.head.value == 2, "a choice that still exists is kept"
+    assert bytes(explorer.attention_image.value) == _png(attention_figure(explorer.analysis, "encoder self-attention", 0, 2))
+    assert "Rows:</b> German word being updated" in explorer.reading.value
     for kind in KINDS:
         explorer.kind.value = kind
-        assert list(explorer.layer.options) == list(range(len(explorer.analysis.names(kind))))
+        assert [value for _, value in explorer.layer.options] == list(range(len(explorer.analysis.names(kind))))
 
 
 def test_stepping_through_decoding(explorer):
@@ -178,6 +289,19 @@ def test_stepping_through_decoding(explorer):
     assert f"Greedy picks <b>{out_tokens[2]}</b>" in explorer.step_info.value
     assert " ".join(out_tokens[:2]) in explorer.step_info.value
     assert bytes(explorer.step_image.value) != first
+
+
+def test_step_by_step_has_its_own_map_choice(explorer):
+    analysis = explorer.analysis
+    explorer.step.value = 3
+    assert bytes(explorer.step_image.value) == _png(attention_figure(analysis, "cross-attention", 1, None, upto_step=3))
+    step_image = bytes(explorer.step_image.value)
+    explorer.head.value, explorer.layer.value = 1, 0  # the Attention tab's choice does not change this tab
+    assert bytes(explorer.step_image.value) == step_image
+    explorer.step_kind.value, explorer.step_layer.value, explorer.step_head.value = "decoder self-attention", 0, 2
+    assert explorer.step_head.label == "head 3 of 4" and explorer.step_layer.label == "layer 1 of 2"
+    assert bytes(explorer.step_image.value) == _png(attention_figure(analysis, "decoder self-attention", 0, 2,
+                                                                     upto_step=3))
 
 
 def test_display_bundle_has_widget_and_static_picture(explorer):

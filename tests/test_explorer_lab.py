@@ -3,8 +3,11 @@
 Starts JupyterLab on a free loopback port with a random token and its settings and workspaces in a
 temporary folder, opens a notebook whose one cell creates the explorer, runs that cell through the
 JupyterLab UI (Shift+Enter in headless Chromium), and checks that the widget appears (text box, tabs,
-the attention heatmap as a loaded image) instead of the static fallback picture, and that choosing a
-head in the menu makes the kernel redraw the heatmap. Skipped, saying why, without a browser.
+the attention heatmap as a loaded image) instead of the static fallback picture, that it fits a laptop
+screen (1366 x 768: the whole heatmap is in view once the explorer's top is, with JupyterLab's file
+browser open), that every control shows a tooltip, that choosing a head in the menu makes the kernel
+redraw the heatmap, and that JupyterLab asks no "official Jupyter news?" question (the course
+environment switches that plugin off: ``make setup``). Skipped, saying why, without a browser.
 """
 
 from __future__ import annotations
@@ -24,6 +27,11 @@ from chromium import headless_chromium, skip_without_browser
 
 ROOT = Path(__file__).resolve().parent.parent
 CELL = "from course_lib.explorer import Explorer\n\nExplorer.from_checkpoint()"
+# A 1366 x 768 laptop screen shows a page of about 1366 x 650 pixels: the rest is the taskbar and the
+# browser's tabs and address bar. The page gets exactly that size (headless Chromium's own window
+# size would take off a browser frame it does not draw).
+WINDOW = (1366, 650)
+ANNOUNCEMENTS = "@jupyterlab/apputils-extension:announcements"
 
 pytestmark = pytest.mark.slow
 
@@ -57,11 +65,8 @@ def jupyterlab(tmp_path):
         "nbformat": 4, "nbformat_minor": 5,
     }
     (work / "explorer.ipynb").write_text(json.dumps(notebook), encoding="utf-8")
-    # No news or update checks (they would ask the internet), so no pop-up covers the notebook.
-    settings = tmp_path / "settings" / "@jupyterlab" / "apputils-extension"
-    settings.mkdir(parents=True)
-    (settings / "notification.jupyterlab-settings").write_text(
-        json.dumps({"fetchNews": "false", "checkForUpdates": False}), encoding="utf-8")
+    # Fresh user settings, as for a student: the news question must be switched off by the course
+    # environment itself (make setup), not by settings made here.
     port, token = _free_port(), secrets.token_hex(16)
     env = {
         **os.environ,
@@ -120,6 +125,32 @@ return {
 };
 """
 
+# Where the explorer and its visible heatmap are, and the notebook's visible area (pixels, page coordinates).
+_GEOMETRY = """
+const box = document.querySelector('.course-attention-explorer');
+const image = Array.from(box.querySelectorAll('img')).find(img => img.offsetParent !== null && img.naturalWidth > 0);
+if (!image) { return null; }
+const rect = e => { const r = e.getBoundingClientRect(); return {top: r.top, bottom: r.bottom, left: r.left, right: r.right}; };
+const area = rect(box.closest('.jp-WindowedPanel-outer') || box.closest('.jp-NotebookPanel-notebook'));
+area.bottom = Math.min(area.bottom, window.innerHeight);
+return {box: rect(box), image: rect(image), area: area, window: [window.innerWidth, window.innerHeight]};
+"""
+
+# Controls without a tooltip: a "title" on the control, on its widget inside the explorer, or on the
+# widget's visible description (where ipywidgets puts a slider's tooltip).
+_UNEXPLAINED = """
+const box = document.querySelector('.course-attention-explorer');
+const explained = e => e && e.title.trim().length > 10;
+return Array.from(box.querySelectorAll('select, input, button, textarea, .widget-slider'))
+  .filter(e => {
+    const titled = e.closest('[title]');
+    const widget = e.closest('.jupyter-widgets');
+    const label = widget && widget.querySelector(':scope > label.widget-label');
+    return !((titled && box.contains(titled) && explained(titled)) || (label && label.style.display !== 'none' && explained(label)));
+  })
+  .map(e => e.outerHTML.slice(0, 120));
+"""
+
 
 def test_explorer_renders_and_responds_in_jupyterlab(jupyterlab):
     from selenium.webdriver.common.by import By
@@ -127,8 +158,14 @@ def test_explorer_renders_and_responds_in_jupyterlab(jupyterlab):
     from selenium.webdriver.support.ui import Select
 
     base, token = jupyterlab
-    with headless_chromium(1400, 1000) as driver:
+    with headless_chromium(*WINDOW) as driver:
+        driver.execute_cdp_cmd("Emulation.setDeviceMetricsOverride",
+                               {"width": WINDOW[0], "height": WINDOW[1], "deviceScaleFactor": 1, "mobile": False})
         driver.get(f"{base}/lab/tree/explorer.ipynb?token={token}")
+        page_config = json.loads(driver.execute_script(
+            "return document.getElementById('jupyter-config-data').textContent"))
+        assert ANNOUNCEMENTS in page_config.get("disabledExtensions", []), (
+            "JupyterLab would ask students about Jupyter news: run `make setup` (it disables " + ANNOUNCEMENTS + ")")
         editor = _wait_for(lambda: [e for e in driver.find_elements(By.CSS_SELECTOR, ".jp-Notebook .jp-Cell .cm-content")
                                     if e.is_displayed()], 90, "the notebook to open in JupyterLab")[0]
         # Wait until the kernel is connected and idle (status bar), then run the cell from the UI.
@@ -140,18 +177,41 @@ def test_explorer_renders_and_responds_in_jupyterlab(jupyterlab):
         state = _wait_for(lambda: (s := driver.execute_script(_STATE)) and len(s["images"]) >= 2
                           and all(w > 0 for w, _ in s["images"][:1]) and s, 60, "the heatmap image to load")
         assert state["text_inputs"] == 1, state
-        assert state["tabs"][:2] == ["Attention", "Step by step"], state["tabs"]
-        assert "Translation (greedy)" in state["summary"] and "beam 4" in state["summary"], state["summary"][:500]
-        assert any("mean of heads" in options for options in state["selects"]), state["selects"]
+        assert state["tabs"][:3] == ["Attention", "Step by step", "Candidates"], state["tabs"]
+        assert "Translation (greedy)" in state["summary"] and "Translation (beam 4)" in state["summary"], \
+            state["summary"][:500]
+        assert "rows: English word being written" in state["summary"].replace("Rows:", "rows:"), state["summary"][:800]
+        assert any("all heads (mean)" in options and "head 4 of 4" in options for options in state["selects"]), \
+            state["selects"]
+        assert any("layer 2 of 2 (last)" in options for options in state["selects"]), state["selects"]
         assert state["fallback_png"] == 0, "JupyterLab showed the static picture instead of the widget"
+        assert driver.execute_script(_UNEXPLAINED) == [], "controls without a tooltip"
 
-        # Choose head 1: the kernel redraws the heatmap and the browser receives the new picture.
+        # With the explorer's top at the top of the notebook area, the whole heatmap is in view (in both tabs).
+        driver.execute_script("document.querySelector('.course-attention-explorer').scrollIntoView()")
+        for tab in ("Attention", "Step by step"):
+            if tab != "Attention":
+                next(e for e in driver.find_elements(By.CSS_SELECTOR, ".course-attention-explorer .lm-TabBar-tab")
+                     if e.text == tab).click()
+            where = _wait_for(lambda: driver.execute_script(_GEOMETRY), 30, f"the heatmap in the {tab} tab")
+            if os.environ.get("COURSE_SCREENSHOT_DIR"):  # for a person to look at
+                name = f"explorer_in_jupyterlab_{tab.lower().replace(' ', '_')}.png"
+                driver.save_screenshot(str(Path(os.environ["COURSE_SCREENSHOT_DIR"]) / name))
+            assert where["window"] == list(WINDOW), where
+            box, image, area = where["box"], where["image"], where["area"]
+            assert image["bottom"] - box["top"] <= area["bottom"] - area["top"], (
+                f"{tab}: the heatmap ends {image['bottom'] - box['top']:.0f} px below the explorer's top, but the "
+                f"notebook shows only {area['bottom'] - area['top']:.0f} px at {WINDOW[0]} x {WINDOW[1]}: {where}")
+            assert image["right"] <= area["right"], f"{tab}: the heatmap is cut off on the right: {where}"
+        next(e for e in driver.find_elements(By.CSS_SELECTOR, ".course-attention-explorer .lm-TabBar-tab")
+             if e.text == "Attention").click()
+
+        # Choose head 2: the kernel redraws the heatmap and the browser receives the new picture.
         before = state["first_image"]
         head_menu = next(s for s in driver.find_elements(By.CSS_SELECTOR, ".course-attention-explorer select")
-                         if "mean of heads" in s.text.replace("\xa0", " "))
-        Select(head_menu).select_by_visible_text("1")
+                         if s.is_displayed() and "all heads (mean)" in s.text.replace("\xa0", " "))
+        Select(head_menu).select_by_visible_text("head 2 of 4")
         _wait_for(lambda: driver.execute_script(_STATE)["first_image"] != before, 60,
-                  "the heatmap to change after choosing head 1")
-        if os.environ.get("COURSE_SCREENSHOT_DIR"):  # for a person to look at
-            driver.execute_script("document.querySelector('.course-attention-explorer').scrollIntoView()")
-            driver.save_screenshot(str(Path(os.environ["COURSE_SCREENSHOT_DIR"]) / "explorer_in_jupyterlab.png"))
+                  "the heatmap to change after choosing head 2")
+        news = [e.text for e in driver.find_elements(By.CSS_SELECTOR, ".jp-toast-message, .Toastify__toast")]
+        assert not any("news" in text.lower() for text in news), news

@@ -60,6 +60,7 @@ def _solution_only_lines(nb) -> set[str]:
 def test_student_edition_has_every_notebook_and_no_solution(edition):
     folder, _ = edition
     assert sorted(p.name for p in folder.glob("*.ipynb")) == [p.name for p in NOTEBOOKS]
+    assert (folder / "mask_card.md").is_file(), "the notebooks link the mask card by a relative path"
     checked = 0
     for path in NOTEBOOKS:
         course = nbformat.read(path, as_version=4)
@@ -68,6 +69,8 @@ def test_student_edition_has_every_notebook_and_no_solution(edition):
         assert not any(student_edition.is_solution_cell(c) for c in handed_out.cells), path.name
         assert "<details" not in text, path.name
         assert "HIDDEN TESTS" not in text and "hidden_tests" not in text, path.name
+        assert "prose.check" not in text and "course-check" not in str([c.metadata for c in handed_out.cells]), (
+            f"{path.name}: the course's own prose checks are not part of the student edition")
         leaked = [line for line in _solution_only_lines(course) if line in text]
         assert not leaked, f"{path.name} hands out solution code: {leaked[:3]}"
         checked += len(_solution_only_lines(course))

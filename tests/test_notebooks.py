@@ -4,7 +4,7 @@ Checks every notebook under notebooks/ (without executing it; nbval does that):
 executed top to bottom in one kernel, no stored errors or stderr, no machine-specific paths,
 addresses or timings in compared outputs, no huge outputs, the standard opening cell (badge,
 goals, prerequisites, run time), the stamped Colab set-up cell, a seed cell, slide metadata on
-every cell, ignore tags only with a written reason, at least two self-checking exercises, and a
+every cell, ignore tags only with a written reason, CI's checks out of the reader's view, at least two self-checking exercises, and a
 closing summary. Also builds slides for one notebook.
 """
 
@@ -172,14 +172,46 @@ def test_every_cell_has_slide_metadata(notebook):
 
 
 def test_ignore_tags_have_a_written_reason(notebook):
+    """Each nbval tag has its reason beside it, in the cell's metadata (``tag_reasons``), not in the code."""
     path, nb = notebook
     for i, cell in enumerate(nb["cells"]):
+        reasons = cell.get("metadata", {}).get("tag_reasons", {})
         for tag in set(tags(cell)) & set(IGNORE_TAGS):
-            reason = re.search(rf"^# {tag}: (\S.{{10,}})$", source(cell), re.M)
-            assert reason, f"{path.name} cell {i}: tag {tag} needs a '# {tag}: <reason>' comment in the cell"
-        for tag in IGNORE_TAGS:  # and the other way round: a written reason without its tag does nothing in nbval
-            if re.search(rf"^# {tag}: ", source(cell), re.M):
-                assert tag in tags(cell), f"{path.name} cell {i}: has a '# {tag}:' comment but no {tag} tag"
+            reason = reasons.get(tag, "")
+            assert len(reason.strip()) > 10, f"{path.name} cell {i}: tag {tag} needs metadata.tag_reasons[{tag!r}]"
+        for tag in reasons:  # and the other way round: a reason without its tag does nothing in nbval
+            assert tag in tags(cell), f"{path.name} cell {i}: has a reason for {tag} but no {tag} tag"
+
+
+def test_no_scaffolding_in_the_readers_view(notebook):
+    """What a student reads is teaching: CI's checks sit in hidden, tagged cells (notebooks/README.md)."""
+    path, nb = notebook
+    hidden_tags = {"course-check", "colab-setup"}
+    for i, cell in enumerate(nb["cells"]):
+        if cell["cell_type"] != "code":
+            continue
+        text, meta = source(cell), cell.get("metadata", {})
+        if set(tags(cell)) & hidden_tags:
+            assert meta.get("jupyter") == {"source_hidden": True, "outputs_hidden": True}, (
+                f"{path.name} cell {i}: a hidden cell must be collapsed in JupyterLab")
+            assert meta.get("cellView") == "form" and text.startswith("# @title "), (
+                f"{path.name} cell {i}: a hidden cell shows only its '# @title' line on Colab")
+            assert meta["slideshow"]["slide_type"] == "skip", f"{path.name} cell {i}: hidden cells are not slides"
+            continue
+        assert "prose" not in re.sub(r"#.*", "", text), (
+            f"{path.name} cell {i}: prose checks belong in a hidden cell tagged course-check")
+        assert not re.search(r"nbval|NBVAL", text), f"{path.name} cell {i}: nbval markers are tags, not code"
+    for i, cell in enumerate(nb["cells"]):
+        if "course-check" in tags(cell):
+            assert not cell.get("outputs"), f"{path.name} cell {i}: a course-check cell prints nothing"
+
+
+def test_no_frozen_progress_bars(notebook):
+    """A progress bar stored without its widget state shows as a frozen "0%" line: never store one."""
+    path, nb = notebook
+    for i, cell in enumerate(code_cells(nb)):
+        for output in cell.get("outputs", []):
+            assert not re.search(r"\d+%\|", text_of(output)), f"{path.name} code cell {i}: a stored progress bar"
 
 
 def test_at_least_two_self_checking_exercises_with_solutions(notebook):

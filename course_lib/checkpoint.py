@@ -177,12 +177,14 @@ def load_model_state(model: nn.Module, state: dict, where: str = "checkpoint") -
     model.load_state_dict(state)
 
 
-def load_checkpoint(path: str | os.PathLike, device: str | torch.device | None = None):
+def load_checkpoint(path: str | os.PathLike, device: str | torch.device | None = None, parts: dict | None = None):
     """Rebuild the model and vocabularies saved by :func:`save_checkpoint`.
 
     Args:
         path: the checkpoint file.
         device: where to put the model (default CPU).
+        parts: the parts a model built with ``Transformer(config, parts)`` was trained with (a student's, from
+            ``course_lib.assembly.load_my_parts``); a checkpoint of such a model records where they were.
 
     Returns:
         ``(model, src_vocab, tgt_vocab, checkpoint_dict)``; the model is in eval mode and the dict
@@ -193,7 +195,11 @@ def load_checkpoint(path: str | os.PathLike, device: str | torch.device | None =
     """
     device = torch.device("cpu") if device is None else torch.device(device)
     data = read_checkpoint(path, map_location=device)
-    model = Transformer(config_from_dict(data["model_config"], str(path))).to(device)
+    trained_with = (data.get("train_config") or {}).get("my_parts")
+    if trained_with and not parts:
+        raise CheckpointError(f"{path} was trained with the parts saved in {trained_with}/my_transformer/: load it "
+                              f"with them (translate: --my-parts {trained_with}; Python: parts=load_my_parts(...))")
+    model = Transformer(config_from_dict(data["model_config"], str(path)), parts or None).to(device)
     load_model_state(model, data["model_state"], str(path))
     src_vocab = Vocab.from_dict({"itos": data["src_itos"]})
     tgt_vocab = Vocab.from_dict({"itos": data["tgt_itos"]})

@@ -95,6 +95,8 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--no-progress", action="store_true", help="no progress bar")
     run.add_argument("--beam", type=_positive_int, default=4, help="also evaluate beam search of this size; 1 = greedy only")
     run.add_argument("--samples", type=_non_negative_int, default=5, help="sample translations to print (default %(default)s)")
+    run.add_argument("--my-parts", metavar="DIR", help="build the model from the parts saved in DIR/my_transformer/ "
+                     "by notebooks 02-09 (e.g. notebooks); they have no dropout, so dropout is 0")
 
     recipe = parser.add_argument_group(
         "recipe (not given: chosen from the model size and the corpus, see course_lib.recipe; "
@@ -208,6 +210,25 @@ def model_config(args, src_vocab, tgt_vocab) -> TransformerConfig:
     )
 
 
+def build_model(args, config: TransformerConfig, log) -> Transformer:
+    """The course model, or with ``--my-parts`` the same model built from the student's saved parts."""
+    if not args.my_parts:
+        return Transformer(config)
+    from .assembly import build_transformer, load_my_parts, ownership_table
+    from .parts import PartContractError
+
+    if not (Path(args.my_parts) / "my_transformer").is_dir():
+        raise UsageError(f"--my-parts {args.my_parts}: no my_transformer/ folder there (notebooks 02-09 save "
+                         f"your parts in notebooks/my_transformer/)")
+    try:
+        parts = load_my_parts(args.my_parts)
+        model = build_transformer(config, parts)
+    except PartContractError as exc:
+        raise UsageError(f"--my-parts {args.my_parts}: {exc}") from None
+    log(f"your parts ({len(parts)} of 10):\n{ownership_table(parts)}")
+    return model
+
+
 def train_config(args) -> TrainConfig:
     return TrainConfig(
         epochs=args.epochs, max_steps=args.max_steps, time_budget=args.time_budget or None,
@@ -302,6 +323,11 @@ def _main(argv: Sequence[str] | None = None) -> int:
         src_vocab, tgt_vocab = data.build_vocabs(tokens["train"], min_freq=args.min_freq)
         if args.resume:  # the vocabularies must be the ones the checkpoint was trained with
             src_vocab, tgt_vocab = (data.Vocab.from_dict({"itos": saved[k]}) for k in ("src_itos", "tgt_itos"))
+        if args.my_parts:  # the saved parts have no dropout
+            if "dropout" in given and args.dropout > 0:
+                raise UsageError(f"--my-parts builds the model from your saved parts, which have no dropout: "
+                                 f"drop --dropout {args.dropout} (or pass --dropout 0)")
+            args.dropout = 0.0
         try:
             config = model_config(args, src_vocab, tgt_vocab)
         except ValueError as exc:
@@ -317,7 +343,7 @@ def _main(argv: Sequence[str] | None = None) -> int:
         log(f"recipe (d_model {args.d_model}, {config.n_encoder_layers}+{config.n_decoder_layers} layers; "
             f"'flag' = given on the command line):\n{recipe.describe()}")
         seed_everything(args.seed)
-        model = Transformer(config)
+        model = build_model(args, config, log)
         log(f"model: {model.num_parameters():,} parameters, {config}")
         settings = train_config(args)
         batches = (f"; batches of {args.batch_tokens} target tokens (batch_size unused)" if args.batch_tokens
@@ -350,6 +376,8 @@ def final_save(args, model, src_vocab, tgt_vocab, settings: TrainConfig, metrics
         state = read_checkpoint(args.output).get("training_state")
     data_config = {"src_lang": args.src_lang, "tgt_lang": args.tgt_lang,
                    "batching": "tokens" if args.batch_tokens else "sentences"}
+    if args.my_parts:  # loading it needs the same parts: translate --my-parts DIR
+        data_config["my_parts"] = str(args.my_parts)
     subwords = getattr(args, "subword_tokenizers", None)
     if subwords is not None:
         data_config.update(src_subword_merges=[list(m) for m in subwords[0].merges],

@@ -36,6 +36,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--batch-size", type=_positive_int, default=96, help="sentences per decoding batch")
     parser.add_argument("--threads", type=_positive_int, help="torch CPU threads (default: COURSE_NUM_THREADS or 1)")
     parser.add_argument("--device", help="cpu, cuda, ... (default: CUDA if available)")
+    parser.add_argument("--my-parts", metavar="DIR", help="the checkpoint was trained with the parts saved in "
+                        "DIR/my_transformer/ (train --my-parts DIR): build the model from them")
     return parser
 
 
@@ -69,7 +71,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_intermixed_args(argv)  # options may come before or after the sentences
     configure_threads(args.threads)
     try:
-        model, src_vocab, tgt_vocab, checkpoint = load_checkpoint(args.checkpoint, get_device(args.device))
+        parts = None
+        if args.my_parts:
+            from .assembly import load_my_parts
+            from .parts import PartContractError
+
+            try:
+                parts = load_my_parts(args.my_parts)
+            except PartContractError as exc:
+                raise CheckpointError(f"--my-parts {args.my_parts}: {exc}") from None
+            if not parts:
+                raise CheckpointError(f"--my-parts {args.my_parts}: no saved parts in {args.my_parts}/my_transformer/")
+        model, src_vocab, tgt_vocab, checkpoint = load_checkpoint(args.checkpoint, get_device(args.device), parts)
     except CheckpointError as exc:
         print(f"python -m course_lib.translate: error: {exc}", file=sys.stderr)
         return 2

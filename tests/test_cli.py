@@ -250,3 +250,23 @@ def test_translate_output_scored_against_the_file_equals_the_commands_bleu(tmp_p
     assert BLEU().corpus_score(outputs, references).score == pytest.approx(metrics["test_bleu_greedy"])
     lower = BLEU(lowercase=True).corpus_score(outputs, references).score
     assert lower == pytest.approx(metrics["test_bleu_lc_greedy"])
+
+
+def test_my_parts_train_on_the_command_line_and_translate(tmp_path, capsys):
+    """--my-parts: the student's saved parts (notebooks/my_transformer) train by the CLI; translate needs them."""
+    from pathlib import Path
+
+    notebooks = str(Path(__file__).resolve().parents[1] / "notebooks")
+    out = tmp_path / "mine.pt"
+    code, stdout, err = run_train([*TINY, "--my-parts", notebooks, "--output", str(out)], capsys)
+    assert code == 0, err
+    assert "your parts (10 of 10)" in stdout and "you (my_transformer/attention.py)" in stdout
+    code, stdout, err = run_train([*TINY, "--my-parts", notebooks, "--dropout", "0.1", "--output", str(out)], capsys)
+    assert code == 2 and "which have no dropout" in one_line_error(err)
+    code, stdout, err = run_train([*TINY, "--my-parts", str(tmp_path), "--output", str(out)], capsys)
+    assert code == 2 and "no my_transformer/ folder" in one_line_error(err)
+    # translate: without the parts a clear refusal, with them a translation
+    assert translate_cli.main([str(out), "Der Hund sieht die Katze."]) == 2
+    assert "--my-parts" in one_line_error(capsys.readouterr().err)
+    assert translate_cli.main([str(out), "--my-parts", notebooks, "Der Hund sieht die Katze."]) == 0
+    assert len(capsys.readouterr().out.strip().splitlines()) == 1

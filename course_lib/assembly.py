@@ -2,7 +2,7 @@
 
     parts = load_my_parts()                    # what the notebooks saved in my_transformer/
     model = build_transformer(config, parts)   # every part checked against its contract first
-    print(ownership_table(parts))              # which part is whose
+    print(ownership_table(parts))              # whose code runs (course_lib.ownership)
 
 The model is ``course_lib.model.Transformer(config, parts)``, the course's one model class, so training,
 cached greedy and beam decoding, evaluation, attention maps and checkpoints work on it unchanged. Where a
@@ -79,26 +79,3 @@ def load_my_parts(directory: str | Path = ".", package: str = MY_PACKAGE) -> dic
         return parts
     finally:
         sys.path.remove(str(root))
-
-
-def ownership_rows(parts: Mapping[str, object]) -> list[tuple[str, str, str]]:
-    """(part, notebook, owner) for every part: "you (my_transformer/x.py)" or the course_lib name."""
-    rows = []
-    for spec in PARTS:
-        owner = f"you ({MY_PACKAGE}/{spec.module}.py)" if spec.name in parts else f"course_lib ({spec.reference})"
-        rows.append((spec.name, spec.notebook, owner))
-    return rows
-
-
-def owned_notebooks(parts: Mapping[str, object]) -> set[str]:
-    """Notebook numbers all of whose parts are in ``parts`` (for ``course_lib.diagrams.draw_ownership``)."""
-    notebooks = {spec.notebook for spec in PARTS}
-    return {n for n in notebooks if all(spec.name in parts for spec in PARTS if spec.notebook == n)}
-
-
-def ownership_table(parts: Mapping[str, object]) -> str:
-    """The ownership rows as an aligned text table, one line per part."""
-    rows = [("part", "notebook", "whose code runs"), *ownership_rows(parts)]
-    widths = [max(len(row[i]) for row in rows) for i in range(3)]
-    return "\n".join("  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True)).rstrip()
-                     for row in rows)

@@ -214,7 +214,8 @@ def build_model(args, config: TransformerConfig, log) -> Transformer:
     """The course model, or with ``--my-parts`` the same model built from the student's saved parts."""
     if not args.my_parts:
         return Transformer(config)
-    from .assembly import build_transformer, load_my_parts, ownership_table
+    from .assembly import build_transformer, load_my_parts
+    from .ownership import ownership_table
     from .parts import PartContractError
 
     if not (Path(args.my_parts) / "my_transformer").is_dir():
@@ -225,7 +226,7 @@ def build_model(args, config: TransformerConfig, log) -> Transformer:
         model = build_transformer(config, parts)
     except PartContractError as exc:
         raise UsageError(f"--my-parts {args.my_parts}: {exc}") from None
-    log(f"your parts ({len(parts)} of 10):\n{ownership_table(parts)}")
+    log(f"your parts ({len(parts)} of 10 saved):\n{ownership_table(parts)}")
     return model
 
 

@@ -10,9 +10,10 @@ import pytest
 import torch
 from torch import nn
 
-from course_lib.assembly import build_transformer, load_my_parts, ownership_table
+from course_lib.assembly import build_transformer, load_my_parts
 from course_lib.model import Transformer, TransformerConfig
 from course_lib.my_parts import keep_part, module_names
+from course_lib.ownership import ownership_table
 from course_lib.parts import PART_NAMES, PARTS, PartContractError, check_part
 
 NOTEBOOKS = Path(__file__).resolve().parents[1] / "notebooks"
@@ -150,11 +151,39 @@ def test_dropout_and_unknown_parts_are_rejected():
         Transformer(CONFIG, {"layernorm": nn.LayerNorm})
 
 
-def test_ownership_table_says_whose_code_runs():
-    table = ownership_table({"attention": ignores_mask})
-    assert "attention             04        you (my_transformer/attention.py)" in table
-    assert "course_lib (course_lib.layers.LayerNorm)" in table
-    assert len(table.splitlines()) == len(PART_NAMES) + 1
+def test_ownership_table_says_whose_code_runs(tmp_path):
+    """Traced ownership: the student's code, the course's solution saved unchanged, course_lib renamed or imported."""
+    from course_lib.ownership import ownership_rows
+
+    folder = tmp_path / "my_transformer"
+    folder.mkdir()
+    (folder / "__init__.py").write_text("")
+    solution = (NOTEBOOKS / "my_transformer" / "layer_norm.py").read_text()
+    (folder / "layer_norm.py").write_text(solution.replace("# gamma", "# the gain, my comment"))  # comments only
+    (folder / "feed_forward.py").write_text(
+        (NOTEBOOKS / "my_transformer" / "feed_forward.py").read_text().replace("def forward(self, x", "def forward(self, h")
+        .replace("(x)", "(h)"))  # the same code with the student's own names
+    (folder / "multi_head_attention.py").write_text(
+        "from course_lib.attention import MultiHeadAttention as CourseAttention\n\n\n"
+        "class MultiHeadAttention(CourseAttention):\n    pass\n")
+    (folder / "masks.py").write_text("from course_lib.masks import causal_mask, padding_mask  # noqa: F401\n")
+    parts = load_my_parts(tmp_path)
+    rows = {name: label for name, _, label in ownership_rows({**parts, "attention": ignores_mask})}
+    assert rows["layer_norm"] == "the course's solution (my_transformer/layer_norm.py, saved unchanged)"
+    assert rows["feed_forward"] == "you (my_transformer/feed_forward.py)", rows["feed_forward"]
+    assert rows["multi_head_attention"] == "course_lib's code runs (my_transformer/multi_head_attention.py adds none)"
+    assert rows["padding_mask"].startswith("course_lib (course_lib.masks.padding_mask, named in my_transformer/masks")
+    assert rows["attention"] == "supplied (test_assembly.py)"
+    assert rows["decoder_layer"] == "course_lib (course_lib.layers.DecoderLayer)"
+    table = ownership_table(parts)
+    assert "1 of 10 parts are your own code; 1 are the course's solutions" in table
+
+
+def test_the_course_solutions_are_the_saved_parts_of_the_course_notebooks():
+    from course_lib.ownership import COURSE_SOLUTIONS, solution_digests
+
+    assert COURSE_SOLUTIONS == solution_digests(NOTEBOOKS), (
+        "a %%my_part cell changed: refresh course_lib.ownership.COURSE_SOLUTIONS (its comment says how)")
 
 
 def test_keep_part_saves_checks_and_restores_on_failure(tmp_path):

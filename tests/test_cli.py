@@ -260,7 +260,7 @@ def test_my_parts_train_on_the_command_line_and_translate(tmp_path, capsys):
     out = tmp_path / "mine.pt"
     code, stdout, err = run_train([*TINY, "--my-parts", notebooks, "--output", str(out)], capsys)
     assert code == 0, err
-    assert "your parts (10 of 10)" in stdout and "you (my_transformer/attention.py)" in stdout
+    assert "your parts (10 of 10 saved)" in stdout and "(my_transformer/attention.py, saved unchanged)" in stdout
     code, stdout, err = run_train([*TINY, "--my-parts", notebooks, "--dropout", "0.1", "--output", str(out)], capsys)
     assert code == 2 and "which have no dropout" in one_line_error(err)
     code, stdout, err = run_train([*TINY, "--my-parts", str(tmp_path), "--output", str(out)], capsys)

@@ -10,10 +10,11 @@ Three models of the course's default size, all ``course_lib.model.Transformer``:
 
 Training: the same toy-corpus batches, the course's loss and optimizer, in ALTERNATING blocks of steps (the
 order rotates every round, so a drift in machine load hits every model alike) after a discarded warm-up
-round. Decoding: the toy test split (1,000 sentences) in the course's length-sorted batches, greedy and
-beam 4, with each model's cache, the models again alternating; ``yours`` also greedy without a cache, to
-show what the cache saves. The weights are untrained, so almost no sentence ends early: every model
-decodes every sentence to its length limit and does the same number of steps.
+round. Decoding: the toy test split (1,000 sentences) in the course's length-sorted batches of 96, greedy and
+beam 4 (4 rows per sentence), with each model's cache, the models again alternating; ``yours`` also greedy
+without a cache, to show what the cache saves. The weights are untrained, and untrained models end their
+sentences at different steps, so every batch is decoded for exactly its length limit (:func:`decode_fixed`):
+every model does the same work.
 
 Prints steps (sentences) per second and the ratios against ``course_lib`` measured in the same run, and
 writes a results file (``benchmarks/results/your_parts_speed/``) unless ``--no-record``.
@@ -40,7 +41,7 @@ import results_io
 from course_lib import attention, embeddings, layers, masks
 from course_lib.assembly import build_transformer, load_my_parts
 from course_lib.data import build_vocabs, load_toy_corpus, make_dataset, tokenize_pairs
-from course_lib.decoding import _pad_batch, greedy_decode, translate_token_lists
+from course_lib.decoding import _pad_batch, make_stepper, output_limits
 from course_lib.loading import make_train_loader
 from course_lib.losses import LabelSmoothingLoss
 from course_lib.model import Transformer, TransformerConfig
@@ -98,29 +99,47 @@ def train_speed(models: dict, batches: list, rounds: int, block: int) -> dict[st
     return {name: rounds * block / seconds[name] for name in models}
 
 
-def _greedy_uncached(model, token_lists, src_vocab, batch_size: int = 96) -> None:
-    order = sorted(range(len(token_lists)), key=lambda i: len(token_lists[i]))
-    for start in range(0, len(order), batch_size):
-        ids = [src_vocab.encode(token_lists[i], add_eos=True) for i in order[start:start + batch_size]]
-        greedy_decode(model, _pad_batch(ids, 0, torch.device("cpu")), use_cache=False)
+def _batches(token_lists, src_vocab, batch_size: int = 96) -> list[torch.Tensor]:
+    """The test sentences as length-sorted padded batches ``(batch, src_len)``, as the course decodes them."""
+    ordered = sorted(token_lists, key=len)
+    return [_pad_batch([src_vocab.encode(tokens, add_eos=True) for tokens in ordered[i:i + batch_size]], 0,
+                       torch.device("cpu")) for i in range(0, len(ordered), batch_size)]
 
 
-def decode_speed(jobs: dict, token_lists, src_vocab, tgt_vocab, rounds: int) -> dict[str, float]:
-    """Sentences per second of each decoding job ``{name: (model, beam_size or "uncached")}``, alternating."""
+def decode_fixed(model, batches: list[torch.Tensor], beam: int, use_cache: bool) -> None:
+    """Decode every batch for exactly its length limit (``output_limits``), never stopping at ``<eos>``.
+
+    Untrained models end their sentences at different steps, so timing ``greedy_decode`` would compare
+    different amounts of work. Here every model takes the same steps: ``beam`` rows per sentence, each step
+    one call of the model's step-by-step decoder (the cache each model has, or none) and, for beams, one
+    reordering of its cache, as beam search does.
+    """
+    for src in batches:
+        steps = int(output_limits(model, src, None).max())
+        rows = src.repeat_interleave(beam, 0) if beam > 1 else src  # (batch * beam, src_len)
+        memory = model.encode(src).repeat_interleave(beam, 0)  # (batch * beam, src_len, d_model)
+        stepper = make_stepper(model, memory, rows, use_cache)
+        tokens = rows.new_full((rows.size(0), 1), 1)  # <bos>
+        for _ in range(steps):
+            next_token = stepper.step(tokens).argmax(dim=-1)  # (batch * beam,)
+            tokens = torch.cat([tokens, next_token[:, None]], dim=1)
+            if beam > 1:
+                stepper.reorder(torch.arange(rows.size(0)))
+
+
+def decode_speed(jobs: dict, batches: list[torch.Tensor], sentences: int, rounds: int) -> dict[str, float]:
+    """Sentences per second of each decoding job ``{name: (model, beam, use_cache)}``, models alternating."""
     seconds = dict.fromkeys(jobs, 0.0)
     for round_, order in _rotations(list(jobs), rounds):
         for name in order:
-            model, how = jobs[name]
+            model, beam, use_cache = jobs[name]
             model.eval()
             start = time.perf_counter()
             with torch.no_grad():
-                if how == "uncached":
-                    _greedy_uncached(model, token_lists, src_vocab)
-                else:
-                    translate_token_lists(model, token_lists, src_vocab, tgt_vocab, beam_size=how)
+                decode_fixed(model, batches, beam, use_cache)
             if round_ > 0:
                 seconds[name] += time.perf_counter() - start
-    return {name: rounds * len(token_lists) / seconds[name] for name in jobs}
+    return {name: rounds * sentences / seconds[name] for name in jobs}
 
 
 def main(argv: list[str] | None = None) -> dict:
@@ -153,10 +172,10 @@ def main(argv: list[str] | None = None) -> dict:
     models = {"course_lib": Transformer(config), "course parts": build_transformer(config, course_parts()),
               "yours": build_transformer(config, parts)}
     train = train_speed(models, batches, args.rounds, args.block)
-    jobs = {f"{name}, greedy": (model, 1) for name, model in models.items()}
-    jobs |= {f"{name}, beam 4": (model, 4) for name, model in models.items()}
-    jobs["yours, greedy without a cache"] = (models["yours"], "uncached")
-    decode = decode_speed(jobs, test_tokens, src_vocab, tgt_vocab, args.decode_rounds)
+    jobs = {f"{name}, greedy": (model, 1, True) for name, model in models.items()}
+    jobs |= {f"{name}, beam 4": (model, 4, True) for name, model in models.items()}
+    jobs["yours, greedy without a cache"] = (models["yours"], 1, False)
+    decode = decode_speed(jobs, _batches(test_tokens, src_vocab), len(test_tokens), args.decode_rounds)
 
     print(f"parts: {len(parts)} of yours ({', '.join(sorted(parts))}); {args.threads} thread(s)")
     print(f"training: {args.rounds} rounds of {args.block} steps per model, alternating")

@@ -67,7 +67,11 @@ def parse_args(argv):
     parser.add_argument("--splits", nargs=3, default=["train", "val", "test_2016_flickr"], metavar=("TRAIN", "VALID", "TEST"))
     parser.add_argument("--src-lang", default="de")
     parser.add_argument("--tgt-lang", default="en")
-    parser.add_argument("--epochs", type=int, default=10)
+    parser.add_argument("--epochs", type=int, default=10, help="epochs the schedule plans for")
+    parser.add_argument("--stop-after", type=int, metavar="EPOCH",
+                        help="stop after this epoch, the schedule still planned for --epochs (sweeps of shorter runs)")
+    parser.add_argument("--valid-only", action="store_true",
+                        help="score only the validation split (sweeps: choices never see the test split)")
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
     parser.add_argument("--pipelines", default=",".join(PIPELINES), help=f"comma-separated, of: {', '.join(PIPELINES)}")
@@ -88,6 +92,8 @@ def parse_args(argv):
     if unknown or not wanted:
         parser.error(f"--pipelines: unknown {unknown or 'nothing given'}; expected some of {', '.join(PIPELINES)}")
     args.pipelines = wanted
+    if args.stop_after is not None and not 1 <= args.stop_after <= args.epochs:
+        parser.error(f"--stop-after: expected an epoch from 1 to --epochs ({args.epochs}), got {args.stop_after}")
     return args, course_flags
 
 
@@ -101,6 +107,9 @@ def run_name(args, course_flags) -> str:
 def settings_key(args, course_flags) -> dict:
     """The settings a results file must share to count as the same experiment."""
     keep = {k: v for k, v in vars(args).items() if k not in ("seeds", "pipelines", "force", "run", "results_dir")}
+    for optional in ("stop_after", "valid_only"):  # recorded only when used, so older results keep their key
+        if not keep.get(optional):
+            keep.pop(optional, None)
     keep["data_dir"] = Path(args.data_dir).name
     return {"args": keep, "course_flags": list(course_flags)}
 
@@ -138,9 +147,9 @@ def build_pipelines(wanted, seed, args, course_flags, files, device):
     return [p for name in PIPELINES for p in pipelines if p.name == name]
 
 
-def evaluate(pipeline, references: dict, tokenizer) -> dict:
+def evaluate(pipeline, references: dict, tokenizer, splits=("valid", "test")) -> dict:
     result = {}
-    for split in ("valid", "test"):
+    for split in splits:
         start = time.perf_counter()
         outputs = pipeline.translate(split)
         seconds = time.perf_counter() - start
@@ -158,6 +167,8 @@ def run_seed(seed, args, course_flags, files, references, tokenizer, device, fol
         return
     pipelines = build_pipelines(todo, seed, args, course_flags, files, device)
     records = {}
+    last = args.stop_after or args.epochs
+    splits = ("valid",) if args.valid_only else ("valid", "test")
     for p in pipelines:
         print(f"seed {seed} {p.name}: {p.description}\n  unknown test words: {100 * p.unknown['test'][0]:.1f}% "
               f"{args.src_lang}, {100 * p.unknown['test'][1]:.1f}% {args.tgt_lang}", flush=True)
@@ -167,10 +178,10 @@ def run_seed(seed, args, course_flags, files, references, tokenizer, device, fol
             "machine": machine(), "threads": args.threads, "settings": key, "description": p.description,
             "parameters": p.num_parameters(), "lowercased_output": p.lowercased_output,
             "unknown_words": {split: {"src": rate[0], "tgt": rate[1]} for split, rate in p.unknown.items()},
-            "epochs_planned": args.epochs, "epochs": [], "complete": False,
+            "epochs_planned": args.epochs, "stop_after": last, "epochs": [], "complete": False,
             "interleaved_with": sorted(q.name for q in pipelines if q is not p),
         }
-    for epoch in range(1, args.epochs + 1):
+    for epoch in range(1, last + 1):
         order = pipelines if epoch % 2 == 1 else pipelines[::-1]
         for p in order:
             wall, cpu = time.perf_counter(), time.process_time()
@@ -179,17 +190,18 @@ def run_seed(seed, args, course_flags, files, references, tokenizer, device, fol
             row["train_cpu_seconds"] = round(time.process_time() - cpu, 2)
             row["tokens_per_s"] = round(row["tokens"] / row["train_seconds"], 1)
             row["load_average"] = round(os.getloadavg()[0], 2) if hasattr(os, "getloadavg") else None  # > threads: disturbed
-            row.update(evaluate(p, references, tokenizer))
+            row.update(evaluate(p, references, tokenizer, splits))
             row["epoch"] = epoch
             record = records[p.name]
             record["epochs"].append(row)
-            record["complete"] = epoch == args.epochs
+            record["complete"] = epoch == last
             record["updated"] = now()
             write_atomic(folder / f"{p.name}-seed{seed}.json", record)
+            test = (f" test {row['test']['bleu_lc']:5.2f}  (tok lc test {row['test']['bleu_tok_lc']:5.2f}, "
+                    f"<unk> {100 * row['test']['unk_share']:.1f}%)") if "test" in row else ""
             print(f"seed {seed} epoch {epoch:2d}  {p.name:12s} step {row['step']:5d}  train {row['train_seconds']:7.1f}s  "
                   f"{row['tokens_per_s']:7.0f} tok/s  loss {row['train_loss']:.3f}  BLEU lc valid "
-                  f"{row['valid']['bleu_lc']:5.2f} test {row['test']['bleu_lc']:5.2f}  (tok lc test "
-                  f"{row['test']['bleu_tok_lc']:5.2f}, <unk> {100 * row['test']['unk_share']:.1f}%)", flush=True)
+                  f"{row['valid']['bleu_lc']:5.2f}{test}", flush=True)
 
 
 def main(argv=None) -> Path:

@@ -105,6 +105,27 @@ def test_a_pipeline_alone_gives_the_same_results(finished, tmp_path):
             for r in strip(json.loads((out / "classic-seed0.json").read_text())["epochs"])]
 
 
+def test_a_stopped_sweep_run_follows_the_full_schedule_and_never_sees_test(finished, tmp_path):
+    """``--stop-after 1 --valid-only``: the first epoch of the two-epoch schedule, scored on ``valid`` alone."""
+    benchmark, folder, out, _ = finished
+    short = run(benchmark, folder, tmp_path, "--seeds", "0", "--pipelines", "course", "--stop-after", "1", "--valid-only")
+    record = json.loads((short / "course-seed0.json").read_text())
+    full = json.loads((out / "course-seed0.json").read_text())
+    assert record["complete"] and record["epochs_planned"] == 2 and record["stop_after"] == 1
+    assert [row["epoch"] for row in record["epochs"]] == [1] and "test" not in record["epochs"][0]
+    first = full["epochs"][0]
+    assert (record["epochs"][0]["step"], record["epochs"][0]["train_loss"]) == (first["step"], first["train_loss"])
+    assert record["epochs"][0]["valid"]["bleu_lc"] == first["valid"]["bleu_lc"]
+    assert record["settings"]["args"]["stop_after"] == 1 and "stop_after" not in full["settings"]["args"]
+
+
+def test_stop_after_beyond_the_schedule_is_one_clear_error(capsys):
+    benchmark = _load("real_data")
+    with pytest.raises(SystemExit):
+        benchmark.parse_args(["--data-dir", ".", "--epochs", "4", "--stop-after", "5"])
+    assert "--stop-after: expected an epoch from 1 to --epochs (4), got 5" in capsys.readouterr().err
+
+
 def test_unknown_pipeline_is_one_clear_error(capsys):
     benchmark = _load("real_data")
     with pytest.raises(SystemExit):

@@ -1,0 +1,78 @@
+"""Re-check the recipe's constants on the validation split: shorter runs around the recipe's choices.
+
+For two sizes, the course pipeline of ``benchmarks/real_data.py`` trains with one recipe setting changed
+and is scored on ``valid`` only (``--valid-only``) after each of its first 4 epochs:
+
+* ``default`` (``d_model`` 64, 2+2 layers, the recipe's anchor): the peak learning rate x0.5 and x2
+  (4-epoch schedule, as the ``default`` run).
+* ``tutorial`` (``d_model`` 256, 8 heads, ``d_ff`` 512, 3+3 layers, dropout 0.1): the peak x0.5 and x2,
+  and an untied output layer; the schedule planned for 10 epochs as in the ``tutorial`` run, stopped
+  after epoch 4 (``--stop-after 4``), so the runs are the first 4 epochs of a 10-epoch run.
+
+The recipe's own setting (x1, tied) is the first 4 epochs of the ``default`` and ``tutorial`` runs (same
+seeds, same flags). Together the two widths test the width rule ``peak ~ 1 / d_model``: if the best peak
+is the recipe's at both widths, the rule holds within a factor of 2 over 64 -> 256.
+
+Seeds run one after another, every setting for seed 0 first, so an interrupted sweep still compares all
+settings; a finished (setting, seed) is skipped when the sweep is run again::
+
+    python benchmarks/recipe_sweep.py --data-dir ../shared/data/multi30k --threads 2 --seeds 0 1 2
+
+``benchmarks/report.py`` tabulates the results (validation BLEU after epoch 4, mean and spread over seeds)
+in ``benchmarks/README.md``. Limitation: a 4-epoch horizon favours faster learning, i.e. higher peaks;
+the 10-epoch optimum may lie lower.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import real_data
+
+from course_lib.recipe import peak_lr_for
+
+SIZES = {
+    "default": {"flags": [], "d_model": 64, "layers": 2, "epochs": 4, "stop_after": None},
+    "tutorial": {"flags": ["--d-model", "256", "--n-heads", "8", "--d-ff", "512", "--layers", "3",
+                           "--dropout", "0.1", "--min-freq", "2"],
+                 "d_model": 256, "layers": 3, "epochs": 10, "stop_after": 4},
+}
+PEAK_MULTIPLIERS = (0.5, 2.0)
+SWEEP_EPOCHS = 4
+
+
+def settings(size: str) -> list[tuple[str, list[str]]]:
+    """``(run name, extra course flags)`` for every changed setting at ``size``."""
+    spec = SIZES[size]
+    peak = peak_lr_for(spec["d_model"], spec["layers"])
+    runs = [(f"sweep-{size}-peak{m:g}x", ["--peak-lr", f"{peak * m:.6g}"]) for m in PEAK_MULTIPLIERS]
+    if size == "tutorial":
+        runs.append((f"sweep-{size}-untied", ["--no-tie-embeddings"]))
+    return runs
+
+
+def main(argv=None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--data-dir", required=True)
+    parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
+    parser.add_argument("--sizes", nargs="+", default=list(SIZES), choices=list(SIZES))
+    parser.add_argument("--results-dir", default=str(real_data.RESULTS))
+    args = parser.parse_args(argv)
+    for size in args.sizes:
+        spec = SIZES[size]
+        for seed in args.seeds:
+            for run, extra in settings(size):
+                argv = ["--data-dir", args.data_dir, "--threads", str(args.threads), "--seeds", str(seed),
+                        "--pipelines", "course", "--run", run, "--results-dir", args.results_dir,
+                        "--epochs", str(spec["epochs"]), "--valid-only", *spec["flags"], *extra]
+                if spec["stop_after"]:
+                    argv += ["--stop-after", str(spec["stop_after"])]
+                real_data.main(argv)
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])

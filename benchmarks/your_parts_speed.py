@@ -39,13 +39,14 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import results_io
 
 from course_lib import attention, embeddings, layers, masks
-from course_lib.assembly import build_transformer, load_my_parts
 from course_lib.data import build_vocabs, load_toy_corpus, make_dataset, tokenize_pairs
 from course_lib.decoding import _pad_batch, make_stepper, output_limits
 from course_lib.loading import make_train_loader
 from course_lib.losses import LabelSmoothingLoss
 from course_lib.model import Transformer, TransformerConfig
 from course_lib.schedule import make_optimizer
+from course_lib.student.assembly import build_transformer
+from course_lib.student.package import load_my_parts
 from course_lib.utils import configure_threads
 
 CAPSTONE_STEPS = 1000  # notebook 13's step budget

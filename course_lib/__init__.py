@@ -22,8 +22,10 @@ the one here; later notebooks import the finished piece. Modules:
 - ``train``, ``translate``: the command lines (``python -m course_lib.train`` / ``.translate``)
 - ``builders``: where each sub-module of ``Transformer(config, parts=None)`` comes from (course_lib's own
   parts, or supplied ones in their places)
-- ``parts``, ``assembly``, ``my_parts``, ``diagnosis``, ``part_compare``: the student's own parts
-  (contracts, ``build_transformer``, the ``%%my_part`` magic that saves them, "find my bug")
+- ``probing``: which weight of an attention module plays which role, found by probing
+- ``student`` (package: ``contracts``, ``package``, ``magic``, ``assembly``, ``compare``, ``bug_finder``,
+  ``ownership``): the student's own parts, in one place (contracts, the ``%%my_part`` magic that saves
+  them, the one importer, ``build_transformer``, "find my bug", whose code runs)
 - ``plotting`` (package: ``style``, ``heatmaps``, ``attention``, ``masks``, ``distributions``, ``lines``,
   ``bars``), ``diagrams``, ``exercises``: figures and the self-checking exercises of the notebooks
 - ``explorer``: the interactive attention explorer of a trained model (ipywidgets)

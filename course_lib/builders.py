@@ -7,8 +7,8 @@ The Annotated Transformer's ``make_model``: one model class, whose parts may be 
     parts = {"layer_norm": MyLayerNorm, "attention": my_attention}
     model = Transformer(config, parts)   # course_lib fills in every part not supplied
 
-Part names and what each must be are in :mod:`course_lib.parts` (``build_transformer`` in
-:mod:`course_lib.assembly` checks them against their contracts first). Where a small part is supplied but
+Part names and what each must be are in :mod:`course_lib.student.contracts` (``build_transformer`` in
+:mod:`course_lib.student.assembly` checks them against their contracts first). Where a small part is supplied but
 not the bigger one that contains it (``attention`` but not ``multi_head_attention``), the course's bigger
 part is built around the supplied small one. Nothing here changes the plain course model: with no parts,
 the modules are created in the same order with the same arguments as always.
@@ -24,7 +24,12 @@ from .attention import MultiHeadAttention
 from .embeddings import LearnedPositionalEmbedding, SinusoidalPositionalEncoding, TokenEmbedding
 from .layers import DecoderLayer, EncoderLayer, LayerNorm
 from .masks import causal_mask, padding_mask
-from .parts import PART_NAMES
+from .probing import attention_call_inputs, match_mha_projections, mha_weights
+
+# The parts a model can take from someone else, in course order (their contracts: course_lib.student.contracts).
+PART_NAMES: tuple[str, ...] = ("token_embedding", "positional_encoding", "attention", "multi_head_attention",
+                               "padding_mask", "causal_mask", "layer_norm", "feed_forward", "encoder_layer",
+                               "decoder_layer")
 
 
 class AttentionWithFunction(MultiHeadAttention):
@@ -57,7 +62,7 @@ def recordable(module: nn.Module, n_heads: int) -> nn.Module:
     The module itself is not changed or wrapped (its parameter names stay its own): it gets the attributes
     ``record_attention`` looks for and a forward hook. When recording is on, the hook computes the weights
     with course_lib's attention and the module's own four projections, matched by role
-    (:func:`course_lib.part_compare.match_mha_projections`: the assignment of its projections to W_q, W_k,
+    (:func:`course_lib.probing.match_mha_projections`: the assignment of its projections to W_q, W_k,
     W_v, W_o that reproduces its output, whatever their names or creation order). A module that is not
     the course's attention under other names records no weights (``last_attention`` stays None).
 
@@ -80,8 +85,6 @@ def recordable(module: nn.Module, n_heads: int) -> nn.Module:
 def _record_weights(module: nn.Module, args: tuple, kwargs: dict, output) -> None:
     if not module.keep_attention:
         return
-    from .part_compare import attention_call_inputs, match_mha_projections, mha_weights
-
     query, key, value, mask = attention_call_inputs(args, kwargs)
     if module.course_roles is None:
         module.keep_attention = False  # matching calls the module again: no recording inside
@@ -89,7 +92,7 @@ def _record_weights(module: nn.Module, args: tuple, kwargs: dict, output) -> Non
             module.course_roles = match_mha_projections(module, query, key, value, mask, module.course_heads) or ()
         finally:
             module.keep_attention = True
-    module.last_attention = (mha_weights(query, key, mask, module.course_roles, module.course_heads)
+    module.last_attention = (mha_weights(query, key, value, mask, module.course_roles, module.course_heads)
                              if module.course_roles else None)
 
 
@@ -98,7 +101,7 @@ class ModelParts:
 
     Args:
         config: a :class:`~course_lib.model.TransformerConfig`.
-        parts: ``{part name: function or class}`` (names in :data:`course_lib.parts.PART_NAMES`), or None.
+        parts: ``{part name: function or class}`` (names in :data:`PART_NAMES`), or None.
 
     Raises:
         ValueError: an unknown part name, or a config the supplied parts cannot honour (the parts have no

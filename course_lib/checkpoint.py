@@ -184,7 +184,7 @@ def load_checkpoint(path: str | os.PathLike, device: str | torch.device | None =
         path: the checkpoint file.
         device: where to put the model (default CPU).
         parts: the parts a model built with ``Transformer(config, parts)`` was trained with (a student's, from
-            ``course_lib.assembly.load_my_parts``); a checkpoint of such a model records where they were.
+            ``course_lib.student.package.load_my_parts``); a checkpoint of such a model records where they were.
 
     Returns:
         ``(model, src_vocab, tgt_vocab, checkpoint_dict)``; the model is in eval mode and the dict

@@ -168,7 +168,7 @@ class InputCachedDecoder:
     and computes the numbers the whole-prefix pass computes; only the quadratic re-run of every layer
     over the prefix is saved.
 
-    A self-attention call is recognised as :func:`course_lib.part_compare.record_calls` recognises one (an
+    A self-attention call is recognised as :func:`course_lib.student.compare.record_calls` recognises one (an
     outermost sub-module call with three ``(batch, len, d_model)`` inputs) whose keys are not the memory.
     At the second step the cached logits are compared with a whole-prefix pass; a layer that could not be
     cached this way (it does something else with its inputs) falls back to uncached decoding, with a warning.

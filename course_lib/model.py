@@ -191,7 +191,7 @@ class Transformer(nn.Module):
     Args:
         config: a :class:`TransformerConfig`.
         parts: optional ``{part name: function or class}`` to use instead of course_lib's own (names in
-            :data:`course_lib.parts.PART_NAMES`; ``course_lib.assembly.build_transformer`` checks each
+            :data:`course_lib.builders.PART_NAMES`; ``course_lib.student.assembly.build_transformer`` checks each
             against its contract first). The supplied parts have no dropout, so ``config.dropout`` must be 0.
 
     Attributes:

@@ -214,9 +214,10 @@ def build_model(args, config: TransformerConfig, log) -> Transformer:
     """The course model, or with ``--my-parts`` the same model built from the student's saved parts."""
     if not args.my_parts:
         return Transformer(config)
-    from .assembly import build_transformer, load_my_parts
-    from .ownership import ownership_table
-    from .parts import PartContractError
+    from .student.assembly import build_transformer
+    from .student.contracts import PartContractError
+    from .student.ownership import ownership_table
+    from .student.package import load_my_parts
 
     if not (Path(args.my_parts) / "my_transformer").is_dir():
         raise UsageError(f"--my-parts {args.my_parts}: no my_transformer/ folder there (notebooks 02-09 save "

@@ -73,8 +73,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         parts = None
         if args.my_parts:
-            from .assembly import load_my_parts
-            from .parts import PartContractError
+            from .student.contracts import PartContractError
+            from .student.package import load_my_parts
 
             try:
                 parts = load_my_parts(args.my_parts)

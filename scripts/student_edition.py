@@ -42,7 +42,7 @@ import nbformat
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from notebook_cells import CHECK_TAG
 
-from course_lib.my_parts import skeleton
+from course_lib.student.magic import skeleton
 
 ROOT = Path(__file__).resolve().parent.parent
 HIDDEN_TESTS_DIR = ROOT / "instructor"
@@ -186,7 +186,7 @@ def blank_part_cell(cell):
         return blank
     if "from my_transformer." in cell.source and COMPARED_PART.search(cell.source):
         calls = "\n".join(f"check_saved_part({part!r})" for part in COMPARED_PART.findall(cell.source))
-        blank = nbformat.v4.new_code_cell(f"from course_lib.my_parts import check_saved_part\n\n{calls}",
+        blank = nbformat.v4.new_code_cell(f"from course_lib.student.magic import check_saved_part\n\n{calls}",
                                           metadata=cell.metadata)
         blank.id = cell.id
         return blank

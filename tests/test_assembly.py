@@ -10,11 +10,12 @@ import pytest
 import torch
 from torch import nn
 
-from course_lib.assembly import build_transformer, load_my_parts
 from course_lib.model import Transformer, TransformerConfig
-from course_lib.my_parts import keep_part, module_names
-from course_lib.ownership import ownership_table
-from course_lib.parts import PART_NAMES, PARTS, PartContractError, check_part
+from course_lib.student.assembly import build_transformer
+from course_lib.student.contracts import PART_NAMES, PARTS, PartContractError, check_part
+from course_lib.student.magic import keep_part
+from course_lib.student.ownership import ownership_table
+from course_lib.student.package import load_my_parts, module_names
 
 NOTEBOOKS = Path(__file__).resolve().parents[1] / "notebooks"
 CONFIG = TransformerConfig(src_vocab_size=23, tgt_vocab_size=19, d_model=16, n_heads=4, d_ff=32)
@@ -153,7 +154,7 @@ def test_dropout_and_unknown_parts_are_rejected():
 
 def test_ownership_table_says_whose_code_runs(tmp_path):
     """Traced ownership: the student's code, the course's solution saved unchanged, course_lib renamed or imported."""
-    from course_lib.ownership import ownership_rows
+    from course_lib.student.ownership import ownership_rows
 
     folder = tmp_path / "my_transformer"
     folder.mkdir()
@@ -180,10 +181,10 @@ def test_ownership_table_says_whose_code_runs(tmp_path):
 
 
 def test_the_course_solutions_are_the_saved_parts_of_the_course_notebooks():
-    from course_lib.ownership import COURSE_SOLUTIONS, solution_digests
+    from course_lib.student.ownership import COURSE_SOLUTIONS, solution_digests
 
     assert COURSE_SOLUTIONS == solution_digests(NOTEBOOKS), (
-        "a %%my_part cell changed: refresh course_lib.ownership.COURSE_SOLUTIONS (its comment says how)")
+        "a %%my_part cell changed: refresh course_lib.student.ownership.COURSE_SOLUTIONS (its comment says how)")
 
 
 def test_keep_part_saves_checks_and_restores_on_failure(tmp_path):
@@ -211,7 +212,7 @@ def test_the_cell_magic_is_registered(tmp_path, monkeypatch):
     start_ipython()
     shell = get_ipython()
     monkeypatch.chdir(tmp_path)
-    shell.run_line_magic("load_ext", "course_lib.my_parts")
+    shell.run_line_magic("load_ext", "course_lib.student.magic")
     shell.run_cell_magic("my_part", "layer_norm",
                          "class LayerNorm(nn.Module):\n    def __init__(self, d_model):\n        super().__init__()\n"
                          "    def forward(self, x):\n        return (x - x.mean(-1, keepdim=True)) / "
@@ -231,12 +232,12 @@ def test_a_blank_part_cell_waits_for_the_student(module, tmp_path, monkeypatch, 
     from IPython import get_ipython
     from IPython.testing.globalipapp import start_ipython
 
-    from course_lib.my_parts import check_saved_part, skeleton
+    from course_lib.student.magic import check_saved_part, skeleton
 
     start_ipython()
     shell = get_ipython()
     monkeypatch.chdir(tmp_path)
-    shell.run_line_magic("load_ext", "course_lib.my_parts")
+    shell.run_line_magic("load_ext", "course_lib.student.magic")
     shell.run_cell_magic("my_part", module, skeleton(module))
     assert "not saved yet" in capsys.readouterr().out
     assert not (tmp_path / "my_transformer" / f"{module}.py").exists()
@@ -341,12 +342,12 @@ def test_a_refused_save_is_one_line_and_never_leaves_a_tick_for_the_old_file(tmp
     from IPython import get_ipython
     from IPython.testing.globalipapp import start_ipython
 
-    from course_lib.my_parts import check_saved_part
+    from course_lib.student.magic import check_saved_part
 
     start_ipython()
     shell = get_ipython()
     monkeypatch.chdir(tmp_path)
-    shell.run_line_magic("load_ext", "course_lib.my_parts")
+    shell.run_line_magic("load_ext", "course_lib.student.magic")
     good = ("def causal_mask(size):\n    return torch.ones(size, size, dtype=torch.bool).tril()\n\n\n"
             "def padding_mask(ids, pad_id=0):\n    return (ids != pad_id)[:, None, None, :]\n")
     shell.run_cell_magic("my_part", "masks", good)

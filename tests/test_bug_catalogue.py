@@ -14,12 +14,12 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from course_lib import part_compare
 from course_lib.attention import MultiHeadAttention, scaled_dot_product_attention
-from course_lib.diagnosis import find_my_bug
 from course_lib.embeddings import TokenEmbedding, sinusoidal_table
 from course_lib.layers import DecoderLayer, EncoderLayer, LayerNorm, PositionwiseFeedForward
 from course_lib.masks import causal_mask, padding_mask
+from course_lib.student import compare as part_compare
+from course_lib.student.bug_finder import find_my_bug
 
 
 def course_encoder_layer(d_model, n_heads, d_ff, norm_first=False):

@@ -9,10 +9,10 @@ import pytest
 import torch
 from torch import nn
 
-from course_lib.assembly import load_my_parts
-from course_lib.diagnosis import compare_with_course, find_my_bug
 from course_lib.layers import DecoderLayer
-from course_lib.parts import PART_NAMES
+from course_lib.student.bug_finder import compare_with_course, find_my_bug
+from course_lib.student.contracts import PART_NAMES
+from course_lib.student.package import load_my_parts
 
 NOTEBOOKS = Path(__file__).resolve().parents[1] / "notebooks"
 

@@ -11,9 +11,9 @@ from __future__ import annotations
 
 import torch
 
-from course_lib.diagnosis import compare_with_course
 from course_lib.exercises import FAILED, PASSED, call_student, not_attempted, report
 from course_lib.model import TransformerConfig
+from course_lib.student.bug_finder import compare_with_course
 
 
 def check_fixed_layer_norm(layer_norm_class, quiet: bool = False):

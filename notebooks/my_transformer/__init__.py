@@ -1,1 +1,1 @@
-"""Your own Transformer parts, saved from the notebooks by ``%%my_part`` (see course_lib.my_parts)."""
+"""Your own Transformer parts, saved from the notebooks by ``%%my_part`` (see course_lib.student.magic)."""

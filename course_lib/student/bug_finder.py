@@ -4,9 +4,9 @@
     print(report)            # one line per part, the faulty part named first
     report.faulty            # ["layer_norm"]
 
-Stage 1 checks every supplied part on its own: its contract (:mod:`course_lib.parts`: shapes, dtype,
+Stage 1 checks every supplied part on its own: its contract (:mod:`course_lib.student.contracts`: shapes, dtype,
 NaN, masked positions, the future), then its numbers against the course_lib twin on random inputs
-(:mod:`course_lib.part_compare`: weights matched by trying every assignment of the part's projections to
+(:mod:`course_lib.student.compare`: weights matched by trying every assignment of the part's projections to
 the twin's roles, never by names or creation order; layers compared through their own sub-modules), with
 a hint for the mistakes we know (``tests/test_bug_catalogue.py`` lists them).
 
@@ -25,8 +25,14 @@ from dataclasses import dataclass, field
 import torch
 from torch import nn
 
-from .part_compare import compare_part
-from .parts import PART_NAMES, PartContractError, check_part
+from ..data import build_vocabs, load_toy_corpus, make_dataset
+from ..loading import make_eval_loader, make_train_loader
+from ..losses import LabelSmoothingLoss
+from ..model import TransformerConfig
+from ..training import TrainConfig, evaluate_loss, train
+from .assembly import build_transformer
+from .compare import compare_part
+from .contracts import PART_NAMES, PartContractError, check_part
 
 
 @dataclass
@@ -81,10 +87,10 @@ def _likely_cause(name: str, part, norm_first: bool) -> str:
 
 
 def compare_with_course(name: str, part, norm_first: bool = False) -> Finding:
-    """Stage 1 for one part: its contract, then its numbers against course_lib's (:mod:`course_lib.part_compare`).
+    """Stage 1 for one part: its contract, then its numbers against course_lib's (:mod:`course_lib.student.compare`).
 
     Args:
-        name: one of :data:`course_lib.parts.PART_NAMES`.
+        name: one of :data:`course_lib.builders.PART_NAMES`.
         part: the student's function or class.
         norm_first: for the layers, the norm placement the model uses.
 
@@ -109,8 +115,6 @@ def compare_with_course(name: str, part, norm_first: bool = False) -> Finding:
 
 def _probe_data(n_pairs: int):
     """(src vocab size, tgt vocab size, train loader factory, valid loader factory) on the toy corpus."""
-    from .data import build_vocabs, load_toy_corpus, make_dataset
-    from .loading import make_eval_loader, make_train_loader
 
     train_pairs, valid_pairs = load_toy_corpus("train")[:n_pairs], load_toy_corpus("valid")[:256]
     src_vocab, tgt_vocab = build_vocabs(train_pairs)
@@ -121,8 +125,6 @@ def _probe_data(n_pairs: int):
 
 
 def _mean_nll(model: nn.Module, loader) -> float:
-    from .losses import LabelSmoothingLoss
-    from .training import evaluate_loss
 
     stats = evaluate_loss(model, loader, LabelSmoothingLoss(0.0))
     return stats.nll_sum / max(stats.n_tokens, 1)  # mean cross-entropy per target token
@@ -147,9 +149,6 @@ def training_losses(candidates: Mapping[str, Mapping[str, object]], steps: int =
         ``{run name: (validation loss, validation loss with every target paired with a wrong source)}``
         (mean cross-entropy per token); the gap between the two is how much the model reads the German.
     """
-    from .assembly import build_transformer
-    from .model import TransformerConfig
-    from .training import TrainConfig, train
 
     src_size, tgt_size, train_loader, valid_loader = _probe_data(n_pairs)
     config = TransformerConfig(src_vocab_size=src_size, tgt_vocab_size=tgt_size)
@@ -181,7 +180,7 @@ def find_my_bug(parts: Mapping[str, object], train_steps: int = 150, tolerance: 
     ``nn.MultiheadAttention``) and found no bug: those parts are trained with course_lib's others.
 
     Args:
-        parts: ``{part name: function or class}`` (e.g. from ``course_lib.assembly.load_my_parts()``).
+        parts: ``{part name: function or class}`` (e.g. from ``course_lib.student.package.load_my_parts()``).
         train_steps: updates per short training run in stage 2 (0 skips stage 2).
         tolerance: stage 2 names a part whose validation loss exceeds course_lib's by more than this,
             or that uses the source sentence less than half as much as course_lib's model.

@@ -1,6 +1,6 @@
 """Compare a student's part with its course_lib twin number for number, whatever its names or creation order.
 
-Stage 1 of ``find_my_bug`` (:mod:`course_lib.diagnosis`). For each of the ten parts the student's code runs
+Stage 1 of ``find_my_bug`` (:mod:`course_lib.student.bug_finder`). For each of the ten parts the student's code runs
 on fixed random inputs next to a written-out reference of the course's part, and the two outputs must agree
 to 1e-4. When they do not, the same inputs go through references with one known mistake each (the bugs of
 the articles this course grew from and the ones students make most); a match names the mistake.
@@ -38,12 +38,20 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from .attention import scaled_dot_product_attention
-from .embeddings import sinusoidal_table
-from .masks import causal_mask, padding_mask
+from ..attention import scaled_dot_product_attention
+from ..embeddings import sinusoidal_table
+from ..masks import causal_mask, padding_mask
+from ..probing import (
+    Unit,
+    assignments,
+    attention_call_inputs,
+    close,
+    first_output,
+    linear_units,
+    owned_parameters,
+)
 
 D_MODEL, N_HEADS, D_FF, VOCAB, MAX_LEN = 16, 4, 24, 50, 40
-ATOL = 1e-4
 
 
 @dataclass
@@ -69,21 +77,11 @@ def _generator(seed: int) -> torch.Generator:
     return torch.Generator().manual_seed(seed)
 
 
-def _close(a, b, atol: float = ATOL) -> bool:
-    return (isinstance(a, torch.Tensor) and isinstance(b, torch.Tensor) and a.shape == b.shape
-            and bool(torch.allclose(a.float(), b.float(), atol=atol, rtol=1e-4, equal_nan=False)))
-
-
 def _diff(a: torch.Tensor, b: torch.Tensor) -> float:
     if a.shape != b.shape:
         return math.inf
     d = (a.float() - b.float()).abs()
     return float(d.nan_to_num(math.inf).max())
-
-
-def _first(value):
-    """A part may return ``output`` or ``(output, weights)``: the output."""
-    return value[0] if isinstance(value, tuple) else value
 
 
 @torch.no_grad()
@@ -97,66 +95,6 @@ def randomize(module: nn.Module, seed: int = 0) -> None:
             param.copy_(1.0 + 0.3 * torch.randn(param.shape, generator=generator))
 
 
-@dataclass
-class Unit:
-    """One candidate projection of the student's module: ``y = x @ weight.T + bias``."""
-
-    name: str
-    weight: torch.Tensor  # (out_features, in_features)
-    bias: torch.Tensor | None
-    source: int  # which tensor it comes from (one tensor fills one role at most)
-
-    def __call__(self, x: torch.Tensor) -> torch.Tensor:
-        y = x @ self.weight.T  # (..., out_features)
-        return y if self.bias is None else y + self.bias
-
-
-def _owned_parameters(module: nn.Module) -> list[tuple[str, nn.Parameter, nn.Module]]:
-    return [(f"{prefix}.{name}" if prefix else name, p, owner)
-            for prefix, owner in module.named_modules() for name, p in owner.named_parameters(recurse=False)]
-
-
-def linear_units(module: nn.Module, in_features: int, out_features: int) -> list[Unit]:
-    """Every way the module's weights can act as an ``in_features -> out_features`` projection.
-
-    Args:
-        module: the student's module (after :func:`randomize`).
-        in_features, out_features: the projection's sizes.
-    """
-    units: list[Unit] = []
-    for index, (name, param, owner) in enumerate(_owned_parameters(module)):
-        if param.dim() != 2:
-            continue
-        if isinstance(owner, nn.Linear) and name.endswith("weight"):
-            bias = owner.bias
-            rows, cols = param.shape
-            if cols == in_features and rows % out_features == 0:
-                for k in range(rows // out_features):
-                    part = slice(k * out_features, (k + 1) * out_features)
-                    label = name[: -len(".weight")] if name.endswith(".weight") else name
-                    units.append(Unit(label if rows == out_features else f"{label}[{k}]", param[part],
-                                      None if bias is None else bias[part], index * 100 + k))
-            continue
-        if isinstance(owner, nn.Linear | nn.Embedding | nn.LayerNorm):
-            continue
-        rows, cols = param.shape  # a raw nn.Parameter: either orientation, chunks of a fused matrix
-        for weight, label in ((param, name), (param.T, f"{name}.T")):
-            r, c = weight.shape
-            if c == in_features and r % out_features == 0:
-                for k in range(r // out_features):
-                    part = slice(k * out_features, (k + 1) * out_features)
-                    units.append(Unit(label if r == out_features else f"{label}[{k}]", weight[part], None,
-                                      index * 100 + k))
-    return units
-
-
-def assignments(units: Sequence[Unit], roles: int):
-    """Every ordered choice of ``roles`` units from different tensors."""
-    for chosen in itertools.permutations(units, roles):
-        if len({u.source for u in chosen}) == roles:
-            yield chosen
-
-
 def _search(student_out, reference: Callable, candidates, variants: dict[str, str]):
     """The first candidate for which ``reference(candidate, None)`` equals ``student_out``, else a variant's hint.
 
@@ -166,13 +104,13 @@ def _search(student_out, reference: Callable, candidates, variants: dict[str, st
     best = math.inf
     for candidate in candidates:
         expected = reference(candidate, None)
-        if _close(student_out, expected):
+        if close(student_out, expected):
             return "ok", candidate
         best = min(best, _diff(student_out, expected))
     for variant, hint in variants.items():
         for candidate in candidates:
             try:
-                if _close(student_out, reference(candidate, variant)):
+                if close(student_out, reference(candidate, variant)):
                     return "variant", hint
             except RuntimeError:
                 continue
@@ -184,7 +122,7 @@ def _eval_twice_differs(call: Callable[[], torch.Tensor]) -> bool:
     a = call()
     torch.manual_seed(2)
     b = call()
-    return not _close(a, b, atol=1e-6)
+    return not close(a, b, atol=1e-6)
 
 
 DROPOUT_HINT = ("gives a different output each time it is called in eval mode: dropout is applied even after "
@@ -216,7 +154,7 @@ def compare_token_embedding(factory) -> Verdict:
     ids[1, 6:] = 0  # padding
     with torch.no_grad():
         out = fresh(ids)
-    tables = [(n, p) for n, p, _ in _owned_parameters(fresh) if p.dim() == 2 and VOCAB in p.shape and D_MODEL in p.shape]
+    tables = [(n, p) for n, p, _ in owned_parameters(fresh) if p.dim() == 2 and VOCAB in p.shape and D_MODEL in p.shape]
     if len(tables) != 1:
         raise NotComparable(f"expected one ({VOCAB}, {D_MODEL}) table among the parameters, found {len(tables)}")
     name, table = tables[0]
@@ -298,7 +236,7 @@ WAVE_HINTS = {
 def compare_positional_encoding(fn) -> Verdict:
     table = fn(MAX_LEN, D_MODEL)
     table = table.detach().float() if isinstance(table, torch.Tensor) else torch.as_tensor(table, dtype=torch.float32)
-    assert _close(positional_reference(MAX_LEN, D_MODEL, None), sinusoidal_table(MAX_LEN, D_MODEL), atol=1e-5)
+    assert close(positional_reference(MAX_LEN, D_MODEL, None), sinusoidal_table(MAX_LEN, D_MODEL), atol=1e-5)
     status, result = _search(table, lambda _, v: positional_reference(MAX_LEN, D_MODEL, v), [None], POSITIONAL_VARIANTS)
     if status == "ok":
         return Verdict(True, "equals course_lib's sinusoidal_table")
@@ -307,9 +245,9 @@ def compare_positional_encoding(fn) -> Verdict:
     hints = []
     for columns, kind, label in ((table[:, 0::2], "sin", "the sines (even dimensions)"),
                                  (table[:, 1::2], "cos", "the cosines (odd dimensions)")):
-        if _close(columns, _wave(MAX_LEN, D_MODEL, kind, "right"), atol=1e-4):
+        if close(columns, _wave(MAX_LEN, D_MODEL, kind, "right"), atol=1e-4):
             continue
-        hint = next((h for e, h in WAVE_HINTS.items() if _close(columns, _wave(MAX_LEN, D_MODEL, kind, e), atol=1e-4)),
+        hint = next((h for e, h in WAVE_HINTS.items() if close(columns, _wave(MAX_LEN, D_MODEL, kind, e), atol=1e-4)),
                     "differ from the formula")
         hints.append(f"{label} {hint}")
     return Verdict(False, "; ".join(hints) or "the table differs from the sinusoid formula")
@@ -354,7 +292,7 @@ def compare_attention(fn) -> Verdict:
     result = fn(q, k, v, mask)
     out, weights = result if isinstance(result, tuple) else (result, None)
     reference_out, _ = scaled_dot_product_attention(q, k, v, mask)
-    assert _close(attention_reference(q, k, v, mask, None)[0], reference_out)
+    assert close(attention_reference(q, k, v, mask, None)[0], reference_out)
     both = torch.cat([out.flatten(), weights.flatten()]) if weights is not None else out.flatten()
 
     def reference(_, variant):
@@ -408,35 +346,15 @@ def _mha_inputs():
     return query, key, value, mask
 
 
-@torch.no_grad()
-def match_mha_projections(module: nn.Module, query, key, value, mask, n_heads: int) -> tuple[Unit, ...] | None:
-    """Which of ``module``'s projections play W_q, W_k, W_v, W_o: the assignment that reproduces its output."""
-    out = _first(module(query, key, value, mask=mask))
-    for candidate in assignments(linear_units(module, query.size(-1), query.size(-1)), 4):
-        if _close(out, mha_reference(query, key, value, mask, candidate, n_heads, None)):
-            return candidate
-    return None
-
-
-@torch.no_grad()
-def mha_weights(query, key, mask, units: Sequence[Unit], n_heads: int) -> torch.Tensor:
-    """The attention weights ``(batch, n_heads, q_len, k_len)`` of course_lib's attention with ``units``."""
-    batch, q_len, d_model = query.shape
-    d_head = d_model // n_heads
-    q = units[0](query).view(batch, q_len, n_heads, d_head).transpose(1, 2)  # (batch, n_heads, q_len, d_head)
-    k = units[1](key).view(batch, key.size(1), n_heads, d_head).transpose(1, 2)  # (batch, n_heads, k_len, d_head)
-    return attention_reference(q, k, k, mask, None)[1]
-
-
 def compare_mha_module(module: nn.Module, n_heads: int = N_HEADS, d_model: int = D_MODEL) -> Verdict:
     """Compare an already built multi-head attention (e.g. one found inside a student's layer)."""
     module.eval()
     randomize(module, seed=3)
     query, key, value, mask = _mha_inputs()
     with torch.no_grad():
-        if _eval_twice_differs(lambda: _first(module(query, key, value, mask=mask))):
+        if _eval_twice_differs(lambda: first_output(module(query, key, value, mask=mask))):
             return Verdict(False, DROPOUT_HINT)
-        out = _first(module(query, key, value, mask=mask))
+        out = first_output(module(query, key, value, mask=mask))
         units = linear_units(module, d_model, d_model)
         if len({u.source for u in units}) < 4:
             raise NotComparable(f"found {len(units)} d_model x d_model projections, expected 4 (q, k, v, out)")
@@ -537,7 +455,7 @@ def compare_layer_norm_module(module: nn.Module, d_model: int = D_MODEL) -> Verd
     x[2, 4] = 2.5  # a constant vector: variance 0
     with torch.no_grad():
         out = module(x)
-        vectors = [(n, p) for n, p, _ in _owned_parameters(module) if p.shape == (d_model,)]
+        vectors = [(n, p) for n, p, _ in owned_parameters(module) if p.shape == (d_model,)]
         if not vectors:
             raise NotComparable(f"no parameter of shape ({d_model},) for gamma and beta")
         pairs = list(itertools.permutations(vectors, 2)) if len(vectors) >= 2 else [(vectors[0], None)]
@@ -673,17 +591,6 @@ def record_calls(layer: nn.Module, inputs: tuple, d_model: int = D_MODEL, d_ff: 
     return calls
 
 
-def attention_call_inputs(args: tuple, kwargs: dict):
-    """(query, key, value, mask) of an attention call, positional or by keyword."""
-    query = kwargs.get("query", args[0] if args else None)
-    key = kwargs.get("key", args[1] if len(args) > 1 else None)
-    value = kwargs.get("value", args[2] if len(args) > 2 else None)
-    mask = kwargs.get("mask", args[3] if len(args) > 3 else None)
-    if mask is None:
-        mask = next((v for v in kwargs.values() if isinstance(v, torch.Tensor) and v.dtype == torch.bool), None)
-    return query, key, value, mask
-
-
 def _attention_inputs(call: Call):
     """(query, key, value, mask) of a recorded attention call."""
     return attention_call_inputs(tuple(call.args), call.kwargs)
@@ -737,7 +644,7 @@ def _sub_part_verdicts(calls: list[Call], d_model: int, d_ff: int) -> list[str]:
 
 
 def _attend(module, query, key, value, mask):
-    return _first(module(query, key, value, mask=mask))
+    return first_output(module(query, key, value, mask=mask))
 
 
 def _block(x, run, norm, mode: str):
@@ -824,12 +731,12 @@ def _layer_inputs():
 
 
 def _glue_verdict(out, reference, hints: dict, norm_first: bool, what: str) -> Verdict:
-    if _close(out, reference(None)):
+    if close(out, reference(None)):
         return Verdict(True, f"equals course_lib's {what} built from your own sub-modules")
-    if _close(out, reference("placement")):
+    if close(out, reference("placement")):
         return Verdict(False, _placement_hint(norm_first))
     for variant, hint in hints.items():
-        if _close(out, reference(variant)):
+        if close(out, reference(variant)):
             return Verdict(False, hint)
     return Verdict(False, f"differs from course_lib's {what} built from your own sub-modules (largest difference "
                           f"{_diff(out, reference(None)):.3g}): check the residual connections and where the norms sit")

@@ -2,7 +2,7 @@
 
 A *part* is one piece of the Transformer that a notebook teaches (the token embedding in 02, the
 attention function in 04, ...). The capstone notebook assembles the student's parts into the model
-that trains (:mod:`course_lib.assembly`); before it does, every supplied part is run on small random
+that trains (:mod:`course_lib.student.assembly`); before it does, every supplied part is run on small random
 inputs here, and a part that breaks a promise of its contract stops the assembly with an error that
 names the part and the promise (wrong shape, wrong dtype, NaN, attends to masked positions, leaks the
 future, mixes positions).
@@ -39,6 +39,8 @@ from dataclasses import dataclass
 
 import torch
 from torch import nn
+
+from ..builders import PART_NAMES
 
 
 @dataclass(frozen=True)
@@ -85,7 +87,8 @@ PARTS: tuple[PartSpec, ...] = (
     PartSpec("decoder_layer", "09", "decoder_layer", "DecoderLayer", "course_lib.layers.DecoderLayer",
              "DecoderLayer(d_model, n_heads, d_ff, norm_first=False)(x, memory, tgt_mask, src_mask) -> same shape"),
 )
-PART_NAMES: tuple[str, ...] = tuple(spec.name for spec in PARTS)
+if tuple(spec.name for spec in PARTS) != PART_NAMES:  # one list of parts: the model's
+    raise ImportError("course_lib.student.contracts.PARTS must name the parts of course_lib.builders.PART_NAMES, in order")
 SPECS: dict[str, PartSpec] = {spec.name: spec for spec in PARTS}
 
 

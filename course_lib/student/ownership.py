@@ -28,13 +28,14 @@ from pathlib import Path
 
 import torch
 
-from .parts import PARTS
+from ..model import Transformer, TransformerConfig
+from .contracts import PARTS
+from .package import MY_PACKAGE
 
-PACKAGE_DIR = Path(__file__).resolve().parent
-MY_PACKAGE = "my_transformer"
+PACKAGE_DIR = Path(__file__).resolve().parent.parent  # course_lib/
 
 # sha256 of the syntax tree (ast.dump) of each file the course edition's %%my_part cells save. Refresh with
-# ``python -c "from course_lib.ownership import solution_digests; print(solution_digests('notebooks'))"``
+# ``python -c "from course_lib.student.ownership import solution_digests; print(solution_digests('notebooks'))"``
 # after changing a %%my_part cell of notebooks 02-09 (tests/test_assembly.py fails until then).
 COURSE_SOLUTIONS = {
     "attention": "b9b755b1b085b93b04da0a966359eafb398fc630fe3c4e8fc14e386aae42d368",
@@ -74,7 +75,6 @@ def traced_files(parts: Mapping[str, object]) -> set[str] | None:
 
     Returns None when the model cannot be built or run with these parts (nothing can be traced then).
     """
-    from .model import Transformer, TransformerConfig
 
     config = TransformerConfig(src_vocab_size=23, tgt_vocab_size=19, d_model=16, n_heads=4, d_ff=32)
     seen: set[str] = set()

@@ -2,7 +2,7 @@
 
 In a notebook::
 
-    %load_ext course_lib.my_parts
+    %load_ext course_lib.student
 
     %%my_part attention
     def attention(q, k, v, mask=None):
@@ -10,7 +10,7 @@ In a notebook::
 
 writes the cell's code to ``my_transformer/attention.py`` (next to the notebook), imports it from
 there exactly as later notebooks will, and checks the part against its contract
-(:mod:`course_lib.parts`); a part that fails to import or breaks its contract is not kept. The
+(:mod:`course_lib.student.contracts`); a part that fails to import or breaks its contract is not kept. The
 cell does not define names in the notebook: import them from the saved file, as the next cell does. Later
 notebooks import it (``from my_transformer.attention import attention``) and the capstone
 (notebook 13) assembles every saved part into the model that trains. The file gets the usual
@@ -19,69 +19,12 @@ imports at the top; an import of another saved part goes in the cell itself, so 
 
 from __future__ import annotations
 
-import importlib
 import json
-import sys
 from pathlib import Path
 
-from .parts import PARTS, PartContractError, check_part
-
-MY_PACKAGE = "my_transformer"
-_HEADER = '''"""Your own {module}: saved by `%%my_part {module}` in notebook {notebook}. Edit the notebook cell, not this file."""
-# ruff: noqa
-from __future__ import annotations
-
-import math
-
-import torch
-import torch.nn.functional as F
-from torch import nn
-
-'''
-_INIT = '"""Your own Transformer parts, saved from the notebooks by ``%%my_part`` (see course_lib.my_parts)."""\n'
-
-
-def module_names() -> list[str]:
-    """The file names (without .py) a ``%%my_part`` cell may write, in course order."""
-    return list(dict.fromkeys(spec.module for spec in PARTS))
-
-
-def save_part(module: str, source: str, directory: str | Path = ".", package: str = MY_PACKAGE) -> Path:
-    """Write ``source`` as ``<directory>/<package>/<module>.py`` (with the standard header) and return the path.
-
-    Args:
-        module: one of :func:`module_names`, e.g. ``"attention"``.
-        source: the cell's code.
-        directory: the folder that holds the package.
-        package: the package name.
-    """
-    if module not in module_names():
-        raise ValueError(f"module must be one of {module_names()}, got {module!r}")
-    notebook = next(spec.notebook for spec in PARTS if spec.module == module)
-    folder = Path(directory) / package
-    folder.mkdir(parents=True, exist_ok=True)
-    init = folder / "__init__.py"
-    if not init.exists():
-        init.write_text(_INIT, encoding="utf-8")
-    path = folder / f"{module}.py"
-    text = _HEADER.format(module=module, notebook=notebook) + source.strip("\n") + "\n"
-    tmp = path.with_suffix(".py.tmp")
-    tmp.write_text(text, encoding="utf-8")
-    tmp.replace(path)  # atomic: a half-written part never replaces a good one
-    return path
-
-
-def import_saved(module: str, directory: str | Path = ".", package: str = MY_PACKAGE):
-    """Import ``<package>.<module>`` from ``directory`` afresh (drops any earlier import of it)."""
-    root = str(Path(directory).resolve())
-    for name in [m for m in sys.modules if m in (package, f"{package}.{module}")]:
-        del sys.modules[name]
-    importlib.invalidate_caches()
-    sys.path.insert(0, root)
-    try:
-        return importlib.import_module(f"{package}.{module}")
-    finally:
-        sys.path.remove(root)
+from .bug_finder import Finding, compare_with_course
+from .contracts import PARTS, PartContractError, check_part
+from .package import MY_PACKAGE, import_saved, load_my_parts, module_names, part_file, save_part
 
 
 def keep_part(module: str, source: str, directory: str | Path = ".", package: str = MY_PACKAGE) -> list[str]:
@@ -99,7 +42,7 @@ def keep_part(module: str, source: str, directory: str | Path = ".", package: st
     Returns:
         ``["attention (attention)", ...]``: the function or class and the part it provides.
     """
-    path = Path(directory) / package / f"{module}.py"
+    path = part_file(module, directory, package)
     previous = path.read_text(encoding="utf-8") if path.exists() else None
     save_part(module, source, directory, package)
     try:
@@ -181,7 +124,7 @@ def my_part(line: str, cell: str) -> None:
             return
         reason = f"{error.part} {error.promise}"
         _remember_refusal(module, reason)
-        kept = ("your previous version is kept" if (Path(".") / MY_PACKAGE / f"{module}.py").exists()
+        kept = ("your previous version is kept" if part_file(module).exists()
                 else "nothing is saved")
         print(f"❌ not saved: {reason}. Fix the cell and run it again ({kept}).")
         return
@@ -195,22 +138,17 @@ def check_saved_part(part: str, directory: str | Path = ".", package: str = MY_P
     """Compare the saved ``part`` with course_lib's and print the verdict; None (and a note) if it is not saved.
 
     Args:
-        part: a part name of :data:`course_lib.parts.PART_NAMES`, e.g. ``"attention"``.
+        part: a part name of :data:`course_lib.builders.PART_NAMES`, e.g. ``"attention"``.
         directory: the folder that holds the package.
         package: the package name.
 
     Returns:
-        The :class:`course_lib.diagnosis.Finding`, or None when the part has not been saved yet.
+        The :class:`course_lib.student.bug_finder.Finding`, or None when the part has not been saved yet.
     """
-    from .assembly import load_my_parts
-    from .diagnosis import compare_with_course
-
     module = next(spec.module for spec in PARTS if spec.name == part)
     refusal = last_refusal(module, directory, package)
     if refusal is not None:  # never a ✅ for the older file the refused cell left in place
         print(f"❌ {part}: your last %%my_part {module} cell was not saved ({refusal}); fix it and run it again")
-        from .diagnosis import Finding
-
         return Finding(part, False, 1, f"the last %%my_part {module} cell was refused: {refusal}")
     parts = load_my_parts(directory, package)
     if part not in parts:
@@ -222,5 +160,5 @@ def check_saved_part(part: str, directory: str | Path = ".", package: str = MY_P
 
 
 def load_ipython_extension(ipython) -> None:
-    """Register ``%%my_part`` (``%load_ext course_lib.my_parts``)."""
+    """Register ``%%my_part`` (``%load_ext course_lib.student``)."""
     ipython.register_magic_function(my_part, magic_kind="cell", magic_name="my_part")

@@ -13,8 +13,9 @@ The recipe's own setting (x1, tied) is the first 4 epochs of the ``default`` and
 seeds, same flags). Together the two widths test the width rule ``peak ~ 1 / d_model``: if the best peak
 is the recipe's at both widths, the rule holds within a factor of 2 over 64 -> 256.
 
-Seeds run one after another, every setting for seed 0 first, so an interrupted sweep still compares all
-settings; a finished (setting, seed) is skipped when the sweep is run again::
+Seeds run one after another, the peaks for every seed first (seed 0: x0.5, x2; seed 1: ...), then the
+untied output for every seed, so an interrupted sweep still compares whole groups; a finished (setting,
+seed) is skipped when the sweep is run again::
 
     python benchmarks/recipe_sweep.py --data-dir ../shared/data/multi30k --threads 2 --seeds 0 1 2
 
@@ -64,8 +65,10 @@ def main(argv=None) -> None:
     args = parser.parse_args(argv)
     for size in args.sizes:
         spec = SIZES[size]
-        for seed in args.seeds:
-            for run, extra in settings(size):
+        runs = settings(size)
+        groups = [[r for r in runs if "-peak" in r[0]], [r for r in runs if "-peak" not in r[0]]]
+        for group, seed in ((g, s) for g in groups for s in args.seeds):
+            for run, extra in group:
                 argv = ["--data-dir", args.data_dir, "--threads", str(args.threads), "--seeds", str(seed),
                         "--pipelines", "course", "--run", run, "--results-dir", args.results_dir,
                         "--epochs", str(spec["epochs"]), "--valid-only", *spec["flags"], *extra]

@@ -250,6 +250,101 @@ def render_run(run: str, pipelines: dict[str, list[dict]]) -> str:
     return "\n".join(p.rstrip("\n") + "\n" for p in parts)
 
 
+SWEEP_PREFIX = "sweep-"
+SWEEP_EPOCH = 4  # the sweep's runs are scored after their first 4 epochs (benchmarks/recipe_sweep.py)
+
+
+def is_sweep(run: str) -> bool:
+    return run.startswith(SWEEP_PREFIX)
+
+
+def sweep_setting(run: str, size: str) -> str:
+    """``sweep-tutorial-peak0.5x`` -> ``peak x0.5``; ``sweep-tutorial-untied`` -> ``untied output``."""
+    tail = run[len(f"{SWEEP_PREFIX}{size}-"):]
+    if tail.startswith("peak") and tail.endswith("x"):
+        return f"peak x{tail[4:-1]}"
+    return {"untied": "untied output"}.get(tail, tail)
+
+
+def recipe_line(record: dict, name: str) -> str:
+    """The value column of one line of the recipe's description (``peak_lr``, ``tie_embeddings``)."""
+    for line in record["description"].splitlines():
+        fields = line.split()
+        if fields and fields[0] == name:
+            return fields[1]
+    return "?"
+
+
+def sweep_rows(runs, size: str) -> list[tuple[str, str, str, list[dict]]]:
+    """``(setting, peak, tied, records)`` for the recipe's own run and each sweep run of ``size``, recipe first.
+
+    The recipe's row is the first ``SWEEP_EPOCH`` epochs of the ``size`` run (same flags and seeds)."""
+    rows = []
+    own = [r for r in runs.get(size, {}).get("course", []) if len(r["epochs"]) >= SWEEP_EPOCH]
+    if own:
+        rows.append(("recipe (x1, as chosen)", recipe_line(own[0], "peak_lr"), recipe_line(own[0], "tie_embeddings"), own))
+    for run in sorted(r for r in runs if r.startswith(f"{SWEEP_PREFIX}{size}-")):
+        records = [r for r in runs[run].get("course", []) if len(r["epochs"]) >= SWEEP_EPOCH]
+        if records:
+            rows.append((sweep_setting(run, size), recipe_line(records[0], "peak_lr"),
+                         recipe_line(records[0], "tie_embeddings"), records))
+    return rows
+
+
+def sweep_verdict(rows) -> str:
+    """One computed sentence: which setting has the best mean, and the recipe's distance from it."""
+    if len(rows) < 2:
+        return ""
+    common = set.intersection(*({r["seed"] for r in records} for *_, records in rows))
+    if not common:
+        return ""
+    means = {setting: summary([metric(r, SWEEP_EPOCH, "valid") for r in records if r["seed"] in common])
+             for setting, _, _, records in rows}
+    best = max(means, key=lambda k: means[k]["mean"])
+    recipe = rows[0][0]
+    gap = means[best]["mean"] - means[recipe]["mean"]
+    if best == recipe:
+        runner = max((k for k in means if k != recipe), key=lambda k: means[k]["mean"])
+        margin = means[recipe]["mean"] - means[runner]["mean"]
+        return (f"Over the {len(common)} seed{'s' if len(common) > 1 else ''} every setting finished, the recipe's own "
+                f"setting has the best mean validation BLEU after epoch {SWEEP_EPOCH}, {margin:.1f} above the next "
+                f"({runner}).")
+    spread = max(means[best]["sd"], means[recipe]["sd"])
+    within = "within" if gap <= spread else "beyond"
+    return (f"Over the {len(common)} seed{'s' if len(common) > 1 else ''} every setting finished, {best} has the best "
+            f"mean validation BLEU after epoch {SWEEP_EPOCH}, {gap:.1f} above the recipe's setting ({within} one "
+            f"standard deviation of the seeds, {spread:.1f}).")
+
+
+def render_sweep(runs) -> str:
+    """The re-check of the recipe's constants on the validation split (``benchmarks/recipe_sweep.py``)."""
+    lines = ["## The recipe re-checked on validation: `benchmarks/recipe_sweep.py`", "",
+             f"The course pipeline with one recipe setting changed, scored on `val` only after epoch {SWEEP_EPOCH} "
+             "(never on test). `default` is the recipe's anchor (`d_model` 64, 2+2 layers, a 4-epoch schedule); "
+             f"`tutorial` is `d_model` 256 with 3+3 layers, a 10-epoch schedule stopped after epoch {SWEEP_EPOCH}. "
+             "The recipe's row is the first epochs of the run of the same name (same flags and seeds). If the "
+             "recipe's peak is best at both widths, the width rule (peak ~ 1/`d_model`) holds within a factor of 2 "
+             f"from 64 to 256. A {SWEEP_EPOCH}-epoch horizon favours fast early learning (higher peaks); the "
+             "optimum of a 10-epoch run may lie lower.", ""]
+    found = False
+    for size in ("default", "tutorial"):
+        rows = sweep_rows(runs, size)
+        if len(rows) < 2:
+            continue
+        found = True
+        lines += [f"### `{size}`", "", "| setting | peak lr | tied output | seeds | validation BLEU after epoch 2 | "
+                  f"validation BLEU after epoch {SWEEP_EPOCH} |", "|---|---|---|---|---|---|"]
+        for setting, peak, tied, records in rows:
+            seeds = ", ".join(str(r["seed"]) for r in records)
+            lines.append(f"| {setting} | {peak} | {tied} | {seeds} | {fmt(summary([metric(r, 2, 'valid') for r in records]))} | "
+                         f"{fmt(summary([metric(r, SWEEP_EPOCH, 'valid') for r in records]))} |")
+        verdict = sweep_verdict(rows)
+        lines += ["", verdict, ""] if verdict else [""]
+    if not found:
+        lines.append("No sweep results yet.\n")
+    return "\n".join(lines).rstrip("\n") + "\n"
+
+
 def render_benchmarks_readme(runs) -> str:
     out = ["# Benchmarks", "",
            "<!-- generated by benchmarks/report.py from benchmarks/results/; do not edit by hand -->", "",
@@ -273,7 +368,9 @@ def render_benchmarks_readme(runs) -> str:
     if not runs:
         out.append("No results yet.\n")
     for run, pipelines in sorted(runs.items()):
-        out.append(render_run(run, pipelines))
+        if not is_sweep(run):
+            out.append(render_run(run, pipelines))
+    out.append(render_sweep(runs))
     out.append(render_throughput(load_records("throughput")))
     out.append(render_time_to_bleu(load_records("time_to_bleu")))
     return "\n".join(out).rstrip("\n") + "\n"

@@ -206,3 +206,29 @@ def test_report_compares_over_the_seeds_both_pipelines_finished():
     classic = [_record("classic", s, [1, 2, 3], [9, 19, 29 - 10 * s]) for s in range(2)]  # seed 1 far worse
     sentence = report.comparison({"course": course, "classic": classic})
     assert "+1.0 lower-cased test BLEU" in sentence and "the 1 seed both finished" in sentence
+
+
+def _sweep_record(seed: int, valid: list[float], peak: str, tied: str = "no") -> dict:
+    record = _record("course", seed, valid, valid)
+    record["description"] = f"5 parameters, the course recipe:\n  peak_lr        {peak}  flag\n  tie_embeddings {tied}  why"
+    return record
+
+
+def test_sweep_table_reads_valid_after_epoch_4_and_names_the_best_setting():
+    report = _load("report")
+    runs = {
+        "default": {"course": [_sweep_record(s, [1, 2, 3, 20 + s], "8.84e-03") for s in range(3)]},
+        "sweep-default-peak0.5x": {"course": [_sweep_record(s, [1, 2, 3, 18 + s], "4.42e-03") for s in range(3)]},
+        "sweep-default-peak2x": {"course": [_sweep_record(s, [1, 2, 3, 19 + s], "1.77e-02") for s in range(2)]},
+    }
+    text = report.render_sweep(runs)
+    assert "| recipe (x1, as chosen) | 8.84e-03 | no | 0, 1, 2 |" in text
+    assert "| peak x0.5 | 4.42e-03 | no | 0, 1, 2 |" in text and "| peak x2 | 1.77e-02 | no | 0, 1 |" in text
+    assert "21.0 ± 1.0 (20.0–22.0)" in text  # the recipe's epoch-4 validation BLEU over seeds 0-2
+    # the verdict compares over the seeds every setting finished (0 and 1): 20.5 vs 19.5 vs 18.5
+    assert "Over the 2 seeds every setting finished, the recipe's own setting has the best" in text
+    assert "1.0 above the next (peak x2)" in text
+    runs["sweep-default-peak2x"] = {"course": [_sweep_record(s, [1, 2, 3, 23 + s], "1.77e-02") for s in range(3)]}
+    text = report.render_sweep(runs)
+    assert "peak x2 has the best mean validation BLEU after epoch 4, 3.0 above the recipe's setting (beyond" in text
+    assert "sweep-" not in report.render_benchmarks_readme({k: v for k, v in runs.items()}).split("## The recipe")[0]

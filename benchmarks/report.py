@@ -316,6 +316,27 @@ def sweep_verdict(rows) -> str:
             f"standard deviation of the seeds, {spread:.1f}).")
 
 
+SWEEP_SIZES = {"default": "`d_model` 64 with 2+2 layers (the recipe's anchor)",
+               "tutorial": "`d_model` 256 with 3+3 layers (the tutorial size)"}
+
+
+def sweep_sentences(runs) -> str:
+    """Notebook 14's short account of the re-check (block ``nb14-sweep``): one sentence per size, computed."""
+    lines = []
+    for size, label in SWEEP_SIZES.items():
+        rows = sweep_rows(runs, size)
+        if len(rows) < 2:
+            continue
+        parts = [f"{setting.replace(' (x1, as chosen)', '')} ({peak}{', untied' if 'untied' in setting else ''}) "
+                 f"{fmt(summary([metric(r, SWEEP_EPOCH, 'valid') for r in records]))}"
+                 + (f" over {len(records)} seeds" if len(records) > 1 else "") for setting, peak, _, records in rows]
+        lines.append(f"- {label}: validation BLEU after epoch {SWEEP_EPOCH}: " + "; ".join(parts) + ". "
+                     + sweep_verdict(rows))
+    if not lines:
+        return "No sweep results yet.\n"
+    return "\n".join(lines) + "\n"
+
+
 def render_sweep(runs) -> str:
     """The re-check of the recipe's constants on the validation split (``benchmarks/recipe_sweep.py``)."""
     lines = ["## The recipe re-checked on validation: `benchmarks/recipe_sweep.py`", "",
@@ -525,7 +546,8 @@ def expected(root: Path = RESULTS) -> dict[Path, str]:
     """What each generated file should contain now."""
     runs = load_runs(root)
     nb = json.loads(NOTEBOOK.read_text(encoding="utf-8"))
-    nb = notebook_with_blocks(nb, {MARKERS["notebook"]: headline(runs, "notebook"), **corpus_blocks()})
+    nb = notebook_with_blocks(nb, {MARKERS["notebook"]: headline(runs, "notebook"), "nb14-sweep": sweep_sentences(runs),
+                                   **corpus_blocks()})
     return {
         BENCH_README: render_benchmarks_readme(runs),
         README: replace_block(README.read_text(encoding="utf-8"), MARKERS["readme"], headline(runs, "readme")),

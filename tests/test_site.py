@@ -320,7 +320,8 @@ def test_no_sideways_scrolling_on_a_phone(path, browser, server):
 
 _SEARCH_STATE = """
 const items = Array.from(document.querySelectorAll('#search-results li'));
-const status = document.getElementById('search-progress');
+// Sphinx writes "Search finished, ..." into p.search-summary (older versions: #search-progress)
+const status = document.querySelector('#search-results p.search-summary') || document.getElementById('search-progress');
 return {finished: !!status && status.innerText.startsWith('Search finished'),
         results: items.map(li => li.querySelector('a').href),
         previews: items.map(li => li.querySelector('p.context')).filter(p => p).map(p => p.textContent),
@@ -338,6 +339,9 @@ def _search(driver, base: str, query: str) -> dict:
         if state["finished"] and len(state["previews"]) >= state["expected"]:
             break
         time.sleep(0.2)
+    else:
+        raise AssertionError(f"searching {query!r}: the search did not finish with a preview under every result "
+                             f"within 30 s: {state}")
     return state
 
 

@@ -58,15 +58,24 @@ site: $(CONFIGURED)
 student-edition: $(CONFIGURED)
 	$(BIN)/python scripts/student_edition.py notebooks/*.ipynb
 
-## Sort handed-in notebooks (a .zip export or a folder) into submissions/<student>/: make collect FROM=export.zip
+## Sort handed-in notebooks (a .zip export or a folder) into submissions/<student>/ with a manifest.csv:
+## make collect FROM=export.zip [ROSTER=roster.csv] [FORMAT=moodle|canvas|folders] [PATTERN='regex']
+ROSTER ?=
+FORMAT ?= auto
+PATTERN ?=
 collect: $(CONFIGURED)
-	@test -n "$(FROM)" || { echo "usage: make collect FROM=export.zip (or a folder)"; exit 2; }
-	$(BIN)/python scripts/collect.py "$(FROM)"
+	@test -n "$(FROM)" || { echo "usage: make collect FROM=export.zip [ROSTER=roster.csv] [FORMAT=auto]"; exit 2; }
+	$(BIN)/python scripts/collect.py "$(FROM)" --format "$(FORMAT)" $(if $(ROSTER),--roster "$(ROSTER)",) \
+		$(if $(PATTERN),--pattern '$(PATTERN)',)
 
-## Grade submitted notebooks (one folder per student): make grade SUBMISSIONS=path/to/folder -> build/grading/.
+## Grade submitted notebooks in sandboxes, only new or changed ones unless STUDENTS is given:
+## make grade SUBMISSIONS=submissions [JOBS=2] [STUDENTS="alice bob"] -> build/grading/ (gradebook kept)
+JOBS ?= 2
+STUDENTS ?=
+GRADE_FLAGS ?=
 grade: $(CONFIGURED)
-	@test -n "$(SUBMISSIONS)" || { echo "usage: make grade SUBMISSIONS=folder (one sub-folder per student)"; exit 2; }
-	$(BIN)/python scripts/grade.py "$(SUBMISSIONS)"
+	@test -n "$(SUBMISSIONS)" || { echo "usage: make grade SUBMISSIONS=folder [JOBS=2] [STUDENTS=\"a b\"]"; exit 2; }
+	$(BIN)/python scripts/grade.py "$(SUBMISSIONS)" -j $(JOBS) $(if $(STUDENTS),--students $(STUDENTS),) $(GRADE_FLAGS)
 
 ## Present a notebook live with running code (RISE): make present NB=notebooks/04_attention.ipynb
 ## Extra server options: make present PRESENT_FLAGS="--no-browser --port 8890". As root (a container or a

@@ -171,3 +171,71 @@ def make_submission(course_nb: Path, student_nb: Path, kind: str, target: Path) 
         raise LookupError(f"exercise cells not found in the student edition: {sorted(answers)}")
     target.parent.mkdir(parents=True, exist_ok=True)
     nbformat.write(nb, target)
+
+
+# ------------------------------------------------------------------------------------------------
+# attack notebooks (tests/test_grading.py): each must earn exactly what its honest work earns
+# ------------------------------------------------------------------------------------------------
+
+REPLACE_GRADER = '''import sys, types, torch
+fake = types.ModuleType("hidden_tests")
+fake.grade = lambda *a, **k: print("the hidden tests pass")
+sys.modules["hidden_tests"] = fake
+torch.allclose = lambda *a, **k: True
+torch.Tensor.__eq__ = lambda self, other: torch.ones((), dtype=torch.bool)
+for name in list(sys.modules):
+    if "grader" in name and hasattr(sys.modules[name], "OBJECTS"):
+        sys.modules[name].OBJECTS = {}  # the grader's handles to the answers
+'''
+
+SPY = '''import glob, os
+found = []
+for pattern in ("/work/*/instructor/hidden_tests/*.py", "{root}/instructor/hidden_tests/*.py", "/tmp/*/*/*.py",
+                "/tmp/*/*/*/*.py"):
+    found += [p for p in glob.glob(pattern) if "hidden_tests" in p and not p.endswith("rules.py")]
+for path in found:
+    print("HIDDEN SOURCE", path, open(path).read())
+for target in ("{root}/instructor/hidden_tests/pwned.py", "{submissions}/pwned.txt", "{root}/pwned.txt"):
+    try:
+        open(target, "w").write("pwned")
+        print("WROTE", target)
+    except OSError as exc:
+        print("cannot write", target)
+try:
+    print("OTHERS", os.listdir("{submissions}"))
+except OSError:
+    print("cannot list the submissions")
+'''
+
+ATTACKS = ("replace_grader", "spy", "loop", "crash", "moved_cells", "truncated")
+
+
+def make_attack(honest: Path, attack: str, target: Path, root: Path, submissions: Path) -> None:
+    """Write ``target``: the honest submission ``honest`` with one attack added (see ATTACKS)."""
+    if attack == "truncated":
+        data = honest.read_bytes()
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_bytes(data[: len(data) // 2])
+        return
+    nb = nbformat.read(honest, as_version=4)
+    exercise_cells = [i for i, c in enumerate(nb.cells) if c.cell_type == "code" and check_call(c.source)]
+    tests = [i for i, c in enumerate(nb.cells) if "graded-exercise" in c.metadata.get("tags", [])]
+    first = exercise_cells[0]
+    if attack == "replace_grader":
+        nb.cells.insert(first, nbformat.v4.new_code_cell(REPLACE_GRADER))
+        nb.cells.append(nbformat.v4.new_code_cell(REPLACE_GRADER))
+    elif attack == "spy":
+        nb.cells.insert(first, nbformat.v4.new_code_cell(SPY.format(root=root, submissions=submissions)))
+    elif attack == "loop":
+        nb.cells.insert(first + 1, nbformat.v4.new_code_cell("while True:\n    pass"))
+    elif attack == "crash":
+        nb.cells.insert(first + 1, nbformat.v4.new_code_cell("import os\nos._exit(1)"))
+    elif attack == "moved_cells":  # the last test cell deleted, the first one moved to the top
+        moved = nb.cells[tests[0]]
+        for index in sorted({tests[0], tests[-1]}, reverse=True):
+            del nb.cells[index]
+        nb.cells.insert(0, moved)
+    else:
+        raise ValueError(f"attack must be one of {ATTACKS}, got {attack!r}")
+    target.parent.mkdir(parents=True, exist_ok=True)
+    nbformat.write(nb, target)

@@ -1,9 +1,14 @@
 """Check the hidden tests against the course notebooks (run after editing a notebook or a hidden test).
 
-For every exercise of the given notebooks, executes the course notebook with three cells added after
-the exercise: the course's own solution must pass the hidden test; for exercises that ask for code,
-a lookup table of the public checker's visible cases must fail it; then the solution is restored so
-that the rest of the notebook runs as usual. One notebook execution per notebook, one torch thread.
+For every exercise of the given notebooks, executes the course notebook with cells added after the
+exercise: the course's own solution must pass the hidden test; for exercises that ask for code, a lookup
+table of the public checker's visible cases must fail it, and so must the course's solution in a cell
+that imports course_lib and (for a function) the solution wrapped so that it also calls course_lib
+through a name built at run time (both "own code" rule violations, checked in a real kernel, whose cells
+live in files of their own); then the solution is restored so that the rest of the notebook runs as
+usual. One notebook execution per notebook, one torch thread.
+
+``--rules`` prints the table of every coding exercise's rules instead (Markdown).
 
 Usage:
     python instructor/verify_hidden_tests.py notebooks/04_attention.ipynb [...]
@@ -25,6 +30,26 @@ from student_edition import check_call, hidden_registry, is_solution_cell, kerne
 from synthetic import ROOT, _split_check, hardcoded_source, solution_code, with_solution  # noqa: E402
 
 MARK = "# verify_hidden_tests"
+OWN_CODE_CHECK = """import hidden_tests as _ht
+_verdict = {call}
+if (_verdict.status, _verdict.rule) != ("broke a rule", "own code"):
+    raise RuntimeError("an answer {what} was not rejected: " + _verdict.message)
+print("{what} rejected:", _verdict.message)"""
+# The student's function wrapped so that it also calls course_lib, by a name no static check can read.
+RUNTIME_WRAPPER = """import types as _types
+if isinstance({name}, _types.FunctionType):
+    def _wrap(inner):
+        def wrapped(*args, **kwargs):
+            getattr(__import__("_".join(["course", "lib"]) + ".masks", fromlist=["x"]), "causal_mask")(2)
+            return inner(*args, **kwargs)
+        return wrapped
+    {name} = _wrap({name})
+else:  # a class: its constructor calls course_lib
+    class _Wrapped({name}):
+        def __init__(self, *args, **kwargs):
+            getattr(__import__("_".join(["course", "lib"]) + ".masks", fromlist=["x"]), "causal_mask")(2)
+            super().__init__(*args, **kwargs)
+    {name} = _Wrapped"""
 
 
 def verification_notebook(path: Path):
@@ -54,6 +79,14 @@ def verification_notebook(path: Path):
                 f"try:\n    {call}\nexcept AssertionError as _error:\n"
                 f"    print('hard-coded answer rejected:', str(_error).splitlines()[0])\n"
                 f"else:\n    raise RuntimeError('a lookup table of the visible cases passed the hidden test of {checker}')"))
+            cells.append(nbformat.v4.new_code_cell(
+                f"{MARK}: the solution in a cell that imports course_lib fails\nimport course_lib as _course\n{right}\n"
+                f"{OWN_CODE_CHECK.format(call=call.replace('_ht.grade', '_ht.evaluate'), what='importing course_lib')}"))
+            first = arguments.split(",")[0].strip()
+            cells.append(nbformat.v4.new_code_cell(
+                f"{MARK}: the solution calling course_lib at run time fails\n{right}\n"
+                f"{RUNTIME_WRAPPER.format(name=first)}\n"
+                f"{OWN_CODE_CHECK.format(call=call.replace('_ht.grade', '_ht.evaluate'), what='calling course_lib')}"))
             cells.append(nbformat.v4.new_code_cell(f"{MARK}: restore the solution\n{right}"))
     nb.cells = cells
     return nb
@@ -66,14 +99,23 @@ def verify(path: Path) -> tuple[int, float]:
     nb = verification_notebook(path)
     start = time.perf_counter()
     NotebookClient(nb, timeout=1800, kernel_name="python3", resources={"metadata": {"path": str(path.parent)}}).execute()
-    checks = sum(c.source.startswith(MARK) and "restore" not in c.source for c in nb.cells)
+    checks = sum(c.source.startswith(MARK) and "restore" not in c.source for c in nb.cells)  # restoring checks nothing
     return checks, time.perf_counter() - start
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("notebooks", nargs="*", type=Path, help="default: every notebook")
+    parser.add_argument("--rules", action="store_true", help="print the table of the coding exercises' rules")
     args = parser.parse_args(argv)
+    if args.rules:
+        from student_edition import hidden_registry
+
+        hidden_registry()
+        import hidden_tests
+
+        print(hidden_tests.rules_table())
+        return 0
     kernel_environment()
     os.environ["COURSE_NUM_THREADS"] = "1"
     for path in args.notebooks or sorted((ROOT / "notebooks").glob("*.ipynb")):

@@ -1,198 +1,259 @@
-"""Grade a folder of submitted notebooks with nbgrader and the hidden tests (``make grade SUBMISSIONS=dir``).
+"""Grade handed-in notebooks in sandboxes, in parallel, into a persistent gradebook (``make grade``).
 
-Layout of the folder: one sub-folder per student, named by the student's id, holding the notebooks
-they hand in under the names of the student edition (any subset of them):
+Layout of the submissions folder: one sub-folder per student (named by the student's id) holding the
+notebooks they hand in under the student edition's names (any subset); ``scripts/collect.py`` makes it
+from a learning platform's export, with a ``manifest.csv`` (platform user ids, late marks, submission
+times, students on the roster who handed in nothing):
 
-    submissions/
-        alice/04_attention.ipynb
-        alice/06_masking.ipynb
-        bob/04_attention.ipynb
+    submissions/manifest.csv
+    submissions/alice/04_attention.ipynb
+    submissions/bob/04_attention.ipynb
 
-What it does: builds a fresh nbgrader course in ``<out>/nbgrader`` from the current notebooks
-(``scripts/student_edition.py``: the same test cells the student edition was made with), copies
-the submissions into nbgrader's ``submitted/`` folder, runs ``nbgrader autograde`` (each notebook
-executed top to bottom in a fresh kernel, the hidden test cells restored from the gradebook and run
-with ``instructor/`` on ``PYTHONPATH``) and ``nbgrader generate_feedback``.
+What it does (see ``instructor/executor.py``): each notebook runs in a fresh kernel in its own sandbox
+(``instructor/sandbox.py``: no network, only ``course_lib/``, ``data/`` and a private copy of the
+notebook visible, CPU/memory/time limits); the hidden tests run in the grader's process, never in the
+student's kernel, and give partial credit per hidden case. ``-j N`` grades N notebooks at once.
+
+Incremental: by default only notebooks that are new or changed since they were last graded run
+(``--students a b`` re-grades those students, ``--all`` everyone). Every run is kept in
+``<out>/gradebook/``; ``--override STUDENT EXERCISE POINTS --reason TEXT`` records a manual grade.
 
 Output (default ``build/grading/``):
-    grades.csv            one row per student: points per exercise (blank = notebook not handed in), total
-    grades_long.csv       one row per student and exercise: points, max points, verdict
-    feedback/<student>.md one file per student: points per exercise and what the hidden tests said
-    nbgrader/feedback/<student>/<notebook>/<notebook>.html   nbgrader's annotated notebooks
+    grades.csv             one row per student (roster included): points per exercise, total, max_total
+    grades_long.csv        one row per student and exercise: points, status, why points were lost
+    platform_grades.csv    for the learning platform: its user id, total, max_total, late, submission time
+    statistics.csv/.md/.png per exercise: mean, share solved, most common failing hidden case; the plot
+    feedback/<student>.md and .html   one file per student, for the student
+    graded/<student>/<notebook>.ipynb the notebook as graded (test cells after their exercises, with the grade)
 
 Usage:
-    python scripts/grade.py SUBMISSIONS [--out build/grading]
+    python scripts/grade.py SUBMISSIONS [--out build/grading] [-j 2] [--students alice bob] [--all]
+    python scripts/grade.py SUBMISSIONS --override alice 04.3 3 --reason "checked by hand"
 """
 
 from __future__ import annotations
 
 import argparse
-import csv
+import concurrent.futures as futures
+import multiprocessing
 import re
-import shutil
 import sys
-from dataclasses import dataclass
+import time
 from pathlib import Path
 
 import nbformat
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from student_edition import ROOT, Exercise, build_course, kernel_environment, nbgrader_api
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent
+for folder in (HERE, ROOT / "instructor"):
+    if str(folder) not in sys.path:
+        sys.path.insert(0, str(folder))
+
+import feedback  # noqa: E402
+import gradebook as gb  # noqa: E402
+import sandbox  # noqa: E402
+from executor import ExerciseSpec  # noqa: E402
 
 STUDENT_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*")
+MANIFEST = "manifest.csv"
 
 
-@dataclass(frozen=True)
-class Score:
-    """One student's result on one exercise."""
+def course_exercises(stems: list[str]) -> list[ExerciseSpec]:
+    """Every graded exercise of the course notebooks ``stems``, in course order (from the course's notebooks)."""
+    import student_edition
 
-    student: str
-    exercise: Exercise
-    points: float
-    verdict: str
+    registry = student_edition.hidden_registry()
+    specs = []
+    for stem in stems:
+        nb = nbformat.read(ROOT / "notebooks" / f"{stem}.ipynb", as_version=4)
+        for e in student_edition.find_exercises(nb, stem, registry):
+            if e.points:
+                specs.append(ExerciseSpec(stem, e.exercise, e.module, e.checker, e.arguments, e.points, e.kind))
+    return specs
 
 
-def collect(submissions: Path, course_dir: Path, assignments: set[str]) -> dict[str, list[str]]:
-    """Copy ``submissions/<student>/<notebook>.ipynb`` into nbgrader's ``submitted/`` folder.
-
-    Returns {student: [assignment, ...]}. Files that are not course notebooks are reported and skipped.
-    """
-    handed_in: dict[str, list[str]] = {}
-    students = sorted(p for p in submissions.iterdir() if p.is_dir() and not p.name.startswith("."))
-    if not students:
-        raise SystemExit(f"{submissions}: expected one folder per student (e.g. {submissions}/alice/04_attention.ipynb)")
-    for folder in students:
+def find_submissions(submissions: Path, stems: set[str]) -> dict[tuple[str, str], Path]:
+    """{(student, notebook): path} of every course notebook in ``submissions/<student>/``."""
+    found = {}
+    for folder in sorted(p for p in submissions.iterdir() if p.is_dir() and not p.name.startswith(".")):
         if not STUDENT_ID.fullmatch(folder.name):
             raise SystemExit(f"{folder}: a student id may hold letters, digits, '_', '-' and '.' only")
         for notebook in sorted(folder.glob("*.ipynb")):
-            if notebook.stem not in assignments:
-                print(f"skipped {notebook}: not a notebook of the student edition")
-                continue
-            target = course_dir / "submitted" / folder.name / notebook.stem / notebook.name
-            target.parent.mkdir(parents=True, exist_ok=True)
-            shutil.copy2(notebook, target)
-            handed_in.setdefault(folder.name, []).append(notebook.stem)
-    return handed_in
-
-
-def verdicts(autograded: Path) -> dict[str, str]:
-    """What each hidden test cell of an autograded notebook printed or raised: {grade_id: text}."""
-    found = {}
-    nb = nbformat.read(autograded, as_version=4)
-    for cell in nb.cells:
-        grade_id = cell.metadata.get("nbgrader", {}).get("grade_id")
-        if cell.cell_type != "code" or not grade_id:
-            continue
-        text = ""
-        for output in cell.get("outputs", []):
-            if output.output_type == "error":
-                text = f"{output.ename}: {output.evalue}"
-            elif output.output_type == "stream" and not text:
-                text = output.text.strip()
-        found[grade_id] = text or "no output"
+            if notebook.stem in stems:
+                found[(folder.name, notebook.stem)] = notebook
+            else:
+                print(f"skipped {notebook}: not a notebook of the course")
     return found
 
 
-def grade(submissions: Path, out: Path, notebooks: list[Path] | None = None) -> list[Score]:
-    """Grade every submission in ``submissions``; write the CSV files and feedback into ``out``."""
-    kernel_environment()
-    notebooks = notebooks or sorted((ROOT / "notebooks").glob("*.ipynb"))
-    course_dir = out / "nbgrader"
-    submitted_stems = {p.stem for p in submissions.glob("*/*.ipynb")}
-    notebooks = [p for p in notebooks if p.stem in submitted_stems]
-    if not notebooks:
-        raise SystemExit(f"{submissions}: no notebook of the course found in its student folders")
-    exercises = [e for e in build_course(notebooks, course_dir) if e.points]
-    handed_in = collect(submissions, course_dir, {p.stem for p in notebooks})
-    api = nbgrader_api(course_dir)
-    scores: list[Score] = []
-    from nbgrader.api import Gradebook
+# ---- worker side -------------------------------------------------------------------------------------
 
-    for student, assignments in handed_in.items():
-        for assignment in assignments:
-            print(f"grading {student} / {assignment} ...", flush=True)
-            result = api.autograde(assignment, student, force=True, create=True)
-            if not result["success"]:  # e.g. not a valid notebook: 0 points, say why, grade the others
-                text = f"{result.get('log') or ''}\n{result.get('error') or ''}".strip().splitlines() or ["unknown error"]
-                errors = [line.strip() for line in text if "rror" in line and "Please see" not in line]
-                why = (errors or text)[-1][:300]
-                print(f"  could not grade {student}/{assignment}: {why}")
-                scores += [Score(student, e, 0.0, f"could not be graded: {why}") for e in exercises
-                           if e.notebook == assignment]
-                continue
-            feedback = api.generate_feedback(assignment, student, force=True)
-            if not feedback["success"]:
-                raise RuntimeError(f"nbgrader generate_feedback failed for {student}/{assignment}:\n"
-                                   f"{feedback.get('error', '')}")
-            said = verdicts(course_dir / "autograded" / student / assignment / f"{assignment}.ipynb")
-            with Gradebook(f"sqlite:///{course_dir / 'gradebook.db'}") as gradebook:
-                submission = gradebook.find_submission_notebook(assignment, assignment, student)
-                points = {g.cell.name: float(g.score) for g in submission.grades}
-            for exercise in (e for e in exercises if e.notebook == assignment):
-                scores.append(Score(student, exercise, points.get(exercise.grade_id, 0.0),
-                                    said.get(exercise.grade_id, "test cell missing")))
-    write_reports(scores, exercises, handed_in, out)
-    return scores
+_WORKER: dict = {}
 
 
-def write_reports(scores: list[Score], exercises: list[Exercise], handed_in: dict[str, list[str]], out: Path) -> None:
-    """grades.csv (wide), grades_long.csv and one feedback/<student>.md per student."""
-    columns = [e.exercise for e in exercises]
-    by_student: dict[str, dict[str, Score]] = {}
-    for score in scores:
-        by_student.setdefault(score.student, {})[score.exercise.exercise] = score
-    with (out / "grades.csv").open("w", newline="", encoding="utf-8") as handle:
-        writer = csv.writer(handle)
-        writer.writerow(["student", *columns, "total", "max_total"])
-        writer.writerow(["(max points)", *[e.points for e in exercises], sum(e.points for e in exercises), ""])
-        for student in sorted(by_student):
-            mine = by_student[student]
-            attempted_max = sum(e.points for e in exercises if e.notebook in handed_in[student])
-            writer.writerow([student, *[_number(mine[c].points) if c in mine else "" for c in columns],
-                             _number(sum(s.points for s in mine.values())), attempted_max])
-    with (out / "grades_long.csv").open("w", newline="", encoding="utf-8") as handle:
-        writer = csv.writer(handle)
-        writer.writerow(["student", "notebook", "exercise", "points", "max_points", "verdict"])
-        for s in sorted(scores, key=lambda s: (s.student, s.exercise.notebook, s.exercise.exercise)):
-            writer.writerow([s.student, s.exercise.notebook, s.exercise.exercise, _number(s.points), s.exercise.points,
-                             s.verdict])
-    feedback_dir = out / "feedback"
-    if feedback_dir.exists():
-        shutil.rmtree(feedback_dir)
-    feedback_dir.mkdir(parents=True)
-    for student, mine in sorted(by_student.items()):
-        total = sum(s.points for s in mine.values())
-        possible = sum(s.exercise.points for s in mine.values())
-        lines = [f"# Feedback for {student}", "", f"**{_number(total)} of {possible} points** on the notebooks you "
-                 f"handed in ({', '.join(sorted(handed_in[student]))}).", "",
-                 "| exercise | notebook | points | what the hidden tests found |", "|---|---|---|---|"]
-        for s in sorted(mine.values(), key=lambda s: s.exercise.exercise):
-            verdict = s.verdict.replace("|", "\\|").replace("\n", " ")
-            lines.append(f"| {s.exercise.exercise} | {s.exercise.notebook} | {_number(s.points)} / "
-                         f"{s.exercise.points} | {verdict} |")
-        lines += ["", "Your annotated notebooks: `nbgrader/feedback/" + student + "/<notebook>/<notebook>.html`.", ""]
-        (feedback_dir / f"{student}.md").write_text("\n".join(lines), encoding="utf-8")
+def _worker_init(counts_path: str) -> None:
+    import partial_credit
+    import student_edition
+
+    _WORKER["tests"] = student_edition.hidden_registry()
+    _WORKER["counts"] = partial_credit.CaseCounts(Path(counts_path))
 
 
-def _number(x: float) -> str:
-    return f"{x:g}"
+def _grade_task(student: str, path: str, specs: list[ExerciseSpec], limits: sandbox.Limits):
+    import executor
+
+    result = executor.grade_notebook(student, Path(path), specs, _WORKER["tests"], limits, _WORKER["counts"])
+    learnt = dict(_WORKER["counts"].counts)
+    return result, learnt
+
+
+# ---- the command ---------------------------------------------------------------------------------------
+
+
+def grade(submissions: Path, out: Path, jobs: int = 1, students: list[str] | None = None, regrade_all: bool = False,
+          limits: sandbox.Limits | None = None, notebooks: list[str] | None = None) -> dict:
+    """Grade what is new or asked for and rewrite the reports from the gradebook.
+
+    Args:
+        submissions: one folder per student (optionally with ``manifest.csv`` from ``collect.py``).
+        out: the grading folder (gradebook, reports, feedback).
+        jobs: notebooks graded at once.
+        students: re-grade these students' notebooks (even if unchanged); None = only new or changed notebooks.
+        regrade_all: re-grade every notebook.
+        limits: the sandbox's limits.
+        notebooks: the assigned notebooks (stems); default: every course notebook someone handed in.
+
+    Returns {"graded": [(student, notebook)], "current": Gradebook.current()}.
+    """
+    import partial_credit
+
+    if jobs < 1:
+        raise ValueError(f"jobs (-j) must be at least 1, got {jobs}")
+    limits = limits or sandbox.Limits()
+    all_stems = sorted(p.stem for p in (ROOT / "notebooks").glob("*.ipynb"))
+    found = find_submissions(submissions, set(all_stems))
+    roster = gb.read_manifest(submissions / MANIFEST) if (submissions / MANIFEST).exists() else {}
+    for sid in students or []:
+        if sid not in roster and not any(s == sid for s, _ in found):
+            raise SystemExit(f"--students: no submissions folder or roster entry for {sid!r} in {submissions}")
+    assigned = notebooks or sorted({nb for _, nb in found})
+    unknown = sorted(set(assigned) - set(all_stems))
+    if unknown:
+        raise SystemExit(f"--notebooks: not course notebooks: {unknown} (expected stems like 04_attention)")
+    if not assigned:
+        raise SystemExit(f"{submissions}: no course notebook found in its student folders")
+    specs = course_exercises(assigned)
+    book = gb.Gradebook(out)
+    digests = book.digests()
+    todo = []
+    for (sid, nb), path in sorted(found.items()):
+        if nb not in assigned:
+            continue
+        if students is not None:
+            if sid in students:
+                todo.append((sid, nb, path))  # only the students asked for, changed or not
+        elif regrade_all or digests.get((sid, nb)) != gb.file_digest(path):
+            todo.append((sid, nb, path))
+    print(sandbox.describe())
+    print(f"grading {len(todo)} notebooks with {jobs} worker(s); {len(found) - len(todo)} unchanged kept", flush=True)
+    counts_path = book.dir / "case_counts.json"
+    counts = partial_credit.CaseCounts(counts_path)
+    counts.save()
+    results = []
+    if todo:
+        context = multiprocessing.get_context("spawn")  # no fork of a process holding torch threads
+        with futures.ProcessPoolExecutor(jobs, mp_context=context, initializer=_worker_init,
+                                         initargs=(str(counts_path),)) as pool:
+            pending = {pool.submit(_grade_task, sid, str(path), [s for s in specs if s.notebook == nb], limits):
+                       (sid, nb, path) for sid, nb, path in todo}
+            for done in futures.as_completed(pending):
+                sid, nb, path = pending[done]
+                result, learnt = done.result()
+                for exercise, count in learnt.items():
+                    counts.learn(exercise, count)
+                got = sum(e.points for e in result.exercises)
+                possible = sum(e.max_points for e in result.exercises)
+                note = f" ({result.run_note})" if result.run_note else ""
+                print(f"  {sid} / {nb}: {got:g} of {possible} points in {result.seconds:.1f} s{note}", flush=True)
+                if result.graded_notebook is not None:
+                    target = out / "graded" / sid / f"{nb}.ipynb"
+                    gb.write_atomic(target, nbformat.writes(result.graded_notebook))
+                results.append({**result.to_json(), "digest": gb.file_digest(path)})
+        results.sort(key=lambda r: (r["student"], r["notebook"]))
+        book.add_runs(results)
+        counts.save()
+    current = {k: v for k, v in book.current().items() if k[1] in assigned}
+    write_reports(out, current, specs, roster, {s for s, _ in found})
+    return {"graded": [(r["student"], r["notebook"]) for r in results], "current": current}
+
+
+def write_reports(out: Path, current: dict, specs: list[ExerciseSpec], roster: dict, handed_in: set[str]) -> None:
+    """The CSV files, the statistics and one feedback file per student (only changed files are rewritten)."""
+    people = dict(roster)
+    for sid in handed_in | {s for s, _ in current}:
+        people.setdefault(sid, gb.Student(sid))
+    gb.write_tables(out, current, specs, people)
+    gb.write_statistics(out, gb.statistics(current, specs))
+    max_total = sum(s.points for s in specs)
+    for sid, info in sorted(people.items()):
+        rows_in = [(nb, e) for (s, nb), row in sorted(current.items()) if s == sid for e in row["exercises"]]
+        notes = []
+        handed = {nb for (s, nb) in current if s == sid}
+        missing = sorted({s.notebook for s in specs} - handed)
+        if missing:
+            notes.append(f"Not handed in: {', '.join(missing)} (0 points).")
+        for (s, nb), row in sorted(current.items()):
+            if s == sid and row.get("run_note"):
+                notes.append(f"{nb}: {row['run_note']}.")
+        if info.late:
+            notes.append(f"Marked late by the learning platform{' (' + info.submitted_at + ')' if info.submitted_at else ''}.")
+        rows = feedback.rows_for(rows_in)
+        total = sum(e["points"] for _, e in rows_in)
+        gb.write_atomic(out / "feedback" / f"{sid}.md", feedback.markdown(sid, rows, total, max_total, notes))
+        gb.write_atomic(out / "feedback" / f"{sid}.html", feedback.to_html(sid, rows, total, max_total, notes))
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("submissions", type=Path, help="one folder per student holding their notebooks")
     parser.add_argument("--out", type=Path, default=ROOT / "build" / "grading")
+    parser.add_argument("-j", "--jobs", type=int, default=1, help="notebooks graded at once (default 1)")
+    parser.add_argument("--students", nargs="+", help="re-grade these students (default: new or changed notebooks)")
+    parser.add_argument("--all", action="store_true", help="re-grade every notebook")
+    parser.add_argument("--notebooks", nargs="+", help="assigned notebooks (stems); default: all handed in")
+    parser.add_argument("--cell-timeout", type=float, default=sandbox.Limits.cell_seconds, help="seconds per cell")
+    parser.add_argument("--notebook-timeout", type=float, default=sandbox.Limits.notebook_seconds)
+    parser.add_argument("--cpu-seconds", type=int, default=sandbox.Limits.cpu_seconds, help="CPU seconds per notebook")
+    parser.add_argument("--memory-gb", type=float, default=sandbox.Limits.memory_bytes / 2**30)
+    parser.add_argument("--override", nargs=3, metavar=("STUDENT", "EXERCISE", "POINTS"),
+                        help="record a manual grade (with --reason) and rewrite the reports")
+    parser.add_argument("--reason", default="", help="why the override (shown to the student)")
     args = parser.parse_args(argv)
     if not args.submissions.is_dir():
-        parser.error(f"SUBMISSIONS must be a folder, got {args.submissions}")
+        parser.error(f"SUBMISSIONS must be a folder with one sub-folder per student, got {args.submissions}")
+    if args.jobs < 1:
+        parser.error(f"-j/--jobs must be at least 1, got {args.jobs}")
     out = args.out.resolve()
     out.mkdir(parents=True, exist_ok=True)
-    scores = grade(args.submissions.resolve(), out)
-    students = sorted({s.student for s in scores})
-    for student in students:
-        mine = [s for s in scores if s.student == student]
-        print(f"{student}: {_number(sum(s.points for s in mine))} of {sum(s.exercise.points for s in mine)} points")
-    print(f"wrote {out / 'grades.csv'}, {out / 'grades_long.csv'} and {len(students)} files in {out / 'feedback'}")
+    if args.override:
+        student, exercise, points = args.override
+        try:
+            value = float(points)
+        except ValueError:
+            parser.error(f"--override POINTS must be a number, got {points!r}")
+        try:
+            gb.Gradebook(out).add_override(student, exercise, value, args.reason)
+        except ValueError as exc:
+            parser.error(str(exc))
+    try:
+        limits = sandbox.Limits(cpu_seconds=args.cpu_seconds, memory_bytes=int(args.memory_gb * 2**30),
+                                cell_seconds=args.cell_timeout, notebook_seconds=args.notebook_timeout)
+    except ValueError as exc:
+        parser.error(str(exc))
+    start = time.monotonic()
+    done = grade(args.submissions.resolve(), out, args.jobs, args.students, args.all, limits, args.notebooks)
+    print(f"graded {len(done['graded'])} notebooks in {time.monotonic() - start:.1f} s; wrote {out / 'grades.csv'}, "
+          f"grades_long.csv, platform_grades.csv, statistics.csv/.md/.png and feedback/ (Markdown and HTML)")
     return 0
 
 

@@ -145,9 +145,15 @@ def find_exercises(nb, notebook: str, registry: dict) -> list[Exercise]:
 
 def grading_cell(exercise: Exercise):
     """The nbgrader autograder cell that runs ``exercise``'s hidden test."""
+    plural = "s" if exercise.points != 1 else ""
+    if exercise.kind == "value":  # the point is for the written justification below (instructor/hidden_tests)
+        heading = (f"# Exercise {exercise.exercise} ({exercise.points} point{plural}) is graded by hand from your "
+                   "justification below; the hidden test only checks your value.")
+    else:
+        heading = (f"# Exercise {exercise.exercise} ({exercise.points} point{plural}) is graded by hidden tests when "
+                   "you hand in this notebook.")
     source = "\n".join([
-        f"# Exercise {exercise.exercise} ({exercise.points} point{'s' if exercise.points != 1 else ''}) is graded by "
-        "hidden tests when you hand in this notebook.",
+        heading,
         "# Keep this cell; your answer above must run without errors.",
         BEGIN_HIDDEN,
         "import hidden_tests",
@@ -204,7 +210,18 @@ def instructor_notebook(nb, exercises: list[Exercise]):
         source.cells.append(blank_part_cell(cell))
         if index in graded:
             source.cells.append(grading_cell(graded[index]))
+            if graded[index].kind == "value":  # one-value answers: the point is for a justification
+                test = hidden_registry()[(graded[index].module, graded[index].checker)]
+                source.cells.append(nbformat.from_dict({**hidden_justification_cell(test), "id": f"why-{index}"}))
     return source
+
+
+def hidden_justification_cell(test) -> dict:
+    """``hidden_tests.justification_cell(test)``: the manually graded cell after a one-value exercise."""
+    hidden_registry()  # puts instructor/ on the path
+    import hidden_tests
+
+    return hidden_tests.justification_cell(test)
 
 
 def nbgrader_api(course_dir: Path):

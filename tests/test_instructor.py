@@ -77,6 +77,12 @@ def test_student_edition_has_every_notebook_and_no_solution(edition):
         # every exercise cell is handed out unchanged, followed by its locked test cell
         for exercise in student_edition.find_exercises(course, path.stem, student_edition.hidden_registry()):
             assert course.cells[exercise.cell_index].source in text, (path.name, exercise.checker)
+        # a one-value answer's point is for a justification, in a manually graded cell after its test cell
+        values = [e for e in student_edition.find_exercises(course, path.stem, student_edition.hidden_registry())
+                  if e.kind == "value"]
+        why = [c for c in handed_out.cells if "graded-justification" in c.metadata.get("tags", [])]
+        assert len(why) == len(values), (path.name, len(why), len(values))
+        assert all(c.cell_type == "markdown" and c.metadata["nbgrader"]["solution"] for c in why), path.name
     assert checked > 100  # the check above looked at real solution code
 
 
@@ -131,6 +137,7 @@ def test_student_edition_runs_clean_with_exercises_unattempted(edition, stem):
 
 
 def test_grading_three_synthetic_submissions(edition, tmp_path):
+    """Graded in sandboxes (scripts/grade.py); tests/test_grading.py has the attacks and the incremental runs."""
     folder, exercises = edition
     submissions = tmp_path / "submissions"
     for kind in ("right", "wrong", "hardcoded"):
@@ -138,30 +145,36 @@ def test_grading_three_synthetic_submissions(edition, tmp_path):
             make_submission(ROOT / "notebooks" / f"{stem}.ipynb", folder / f"{stem}.ipynb", kind,
                             submissions / kind / f"{stem}.ipynb")
     out = tmp_path / "grading"
-    out.mkdir()
-    scores = grade.grade(submissions, out, [ROOT / "notebooks" / f"{stem}.ipynb" for stem in GRADED])
+    grade.grade(submissions, out, jobs=2, notebooks=GRADED)
 
     graded = [e for e in exercises if e.notebook in GRADED]
-    points = {(s.student, s.exercise.exercise): s.points for s in scores}
+    tests = student_edition.hidden_registry()
+    automatic = {e.exercise: getattr(tests[(e.module, e.checker)], "auto_points", e.points) for e in graded}
+    with (out / "grades_long.csv").open() as handle:
+        long = list(csv.DictReader(handle))
+    points = {(row["student"], row["exercise"]): float(row["points"]) for row in long}
+    status = {(row["student"], row["exercise"]): row["status"] for row in long}
     assert len(points) == 3 * len(graded)
-    for e in graded:
-        assert points[("right", e.exercise)] == e.points, e.exercise
-        assert points[("wrong", e.exercise)] == 0, e.exercise
-        # a lookup table of the visible cases earns nothing on the hidden ones; a one-value answer is just the value
-        assert points[("hardcoded", e.exercise)] == (e.points if e.kind == "value" else 0), e.exercise
+    for e in graded:  # one-value answers may earn their point by hand (a justification): automatic points only
+        assert points[("right", e.exercise)] == automatic[e.exercise] and status[("right", e.exercise)] == "passed"
+        assert status[("wrong", e.exercise)] != "passed", e.exercise
+        # a lookup table of the visible cases does not pass the hidden ones; a one-value answer is just the value
+        if e.kind == "value":
+            assert status[("hardcoded", e.exercise)] == "passed", e.exercise
+        else:
+            assert points[("hardcoded", e.exercise)] < e.points, e.exercise
     assert any(e.kind == "function" for e in graded) and any(e.kind == "value" for e in graded)
 
     with (out / "grades.csv").open() as handle:
         rows = {row["student"]: row for row in csv.DictReader(handle)}
     total = sum(e.points for e in graded)
-    assert rows["right"]["total"] == str(total) and rows["wrong"]["total"] == "0"
-    assert rows["hardcoded"]["total"] == str(sum(e.points for e in graded if e.kind == "value"))
+    assert rows["right"]["total"] == f"{sum(automatic.values()):g}" and float(rows["wrong"]["total"]) < total / 2
     assert rows["(max points)"]["total"] == str(total)
     for student in ("right", "wrong", "hardcoded"):
-        feedback = (out / "feedback" / f"{student}.md").read_text()
-        assert f"Feedback for {student}" in feedback
+        assert f"Feedback for {student}" in (out / "feedback" / f"{student}.md").read_text()
+        assert (out / "feedback" / f"{student}.html").exists()
         for stem in GRADED:
-            assert (out / "nbgrader" / "feedback" / student / stem / f"{stem}.html").exists()
+            assert (out / "graded" / student / f"{stem}.ipynb").exists()
     assert "hidden case" in (out / "feedback" / "hardcoded.md").read_text()
     assert "not right" in (out / "feedback" / "wrong.md").read_text()
 
@@ -288,6 +301,7 @@ def test_collect_sorts_an_archive_into_one_folder_per_student(tmp_path):
         zf.writestr("random.ipynb", "{}")
         zf.writestr("__MACOSX/alice/._04_attention.ipynb", "")
     placed = collect.collect(archive, tmp_path / "submissions")
-    assert placed == {"alice": ["04_attention"], "bob_smith": ["02_embeddings"], "carol": ["06_masking"]}
+    assert {k: sorted(v.notebooks) for k, v in placed.items()} == {
+        "alice": ["04_attention"], "bob_smith": ["02_embeddings"], "carol": ["06_masking"]}
     assert sorted(str(p.relative_to(tmp_path / "submissions")) for p in (tmp_path / "submissions").rglob("*.ipynb")) == [
         "alice/04_attention.ipynb", "bob_smith/02_embeddings.ipynb", "carol/06_masking.ipynb"]

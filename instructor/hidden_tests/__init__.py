@@ -13,10 +13,22 @@ receives the same arguments as the checker call in the notebook (the student's f
 value) and raises :class:`AssertionError` with a message for the student's feedback when the answer
 is wrong or unattempted.
 
+Exercises that ask for code are worth 2 or 3 points and are graded on hidden inputs, under the
+exercise's rules (:mod:`hidden_tests.rules`): an answer that is, wraps or imports course_lib's own
+solution, or breaks a "without X" rule of the exercise text, scores 0 with a
+:class:`~hidden_tests.rules.RuleViolation` that says why. Each test declares its rules with
+``@hidden_test(..., rules=Rules(...))`` and calls the student's code only through :func:`call`, which
+checks them; :func:`rules_table` lists them for instructors.
+
 Exercises whose answer is one value (a number, a shape, a choice) have only one right answer,
-which the public checker necessarily knows: their hidden test checks the value against a
-reference kept here, and they are worth 1 point. Exercises that ask for code are worth 2 or 3
-points and are graded on hidden inputs.
+which the public checker and the course's public notebooks necessarily know, so it can be found by
+trying values against the checker. Policy: such an exercise earns its point for a short written
+justification graded by hand (:attr:`HiddenTest.manual_points`); its hidden test only confirms the value
+(:attr:`HiddenTest.auto_points` is 0) and tells the grader whether it is right.
+:func:`justification_cell` is the manually graded cell the student edition puts after it.
+
+:func:`evaluate` returns a :class:`Verdict` (points, status, reason) for a grader that runs the tests
+itself; :func:`grade` (called from the graded notebook) prints or raises as before.
 """
 
 from __future__ import annotations
@@ -30,7 +42,31 @@ from typing import Any
 
 import torch
 
+from hidden_tests.rules import Forbidden, Rules, RuleViolation, check_answer, describe, enforced, traced
+
+__all__ = [
+    "Forbidden",
+    "HiddenTest",
+    "RuleViolation",
+    "Rules",
+    "Verdict",
+    "call",
+    "check_value",
+    "enforced",
+    "evaluate",
+    "expect",
+    "generator",
+    "grade",
+    "hidden_test",
+    "justification_cell",
+    "load_all",
+    "lookup",
+    "not_attempted",
+    "rules_table",
+]
+
 FUNCTION, VALUE = "function", "value"
+PASSED, FAILED, NOT_ATTEMPTED, BROKE_RULE = "passed", "failed", "not attempted", "broke a rule"
 
 
 @dataclass(frozen=True)
@@ -44,6 +80,7 @@ class HiddenTest:
         points: points the exercise is worth.
         kind: ``"function"`` (graded on hidden inputs) or ``"value"`` (one right answer).
         run: the test; raises AssertionError when the answer is wrong.
+        rules: what a coding exercise's answer may use (None for one-value exercises).
     """
 
     module: str
@@ -52,13 +89,46 @@ class HiddenTest:
     points: int
     kind: str
     run: Callable[..., None]
+    rules: Rules | None = None
+
+    @property
+    def auto_points(self) -> int:
+        """Points the hidden test awards by itself: all of a coding exercise's, none of a one-value answer's."""
+        return self.points if self.kind == FUNCTION else 0
+
+    @property
+    def manual_points(self) -> int:
+        """Points graded by hand: a one-value answer's point goes to its written justification."""
+        return self.points - self.auto_points
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """The outcome of one hidden test, for a grader that reads results instead of parsing messages.
+
+    Attributes:
+        exercise: the exercise number, e.g. ``"04.3"``.
+        status: ``"passed"``, ``"failed"``, ``"not attempted"`` or ``"broke a rule"``.
+        points: points earned by the hidden test (0 unless passed).
+        max_points: the points the hidden test can award.
+        message: the sentence for the student's feedback (never the hidden test's source or paths).
+        rule: for ``"broke a rule"``: ``"own code"``, ``"without"`` or ``"no loops"``; else "".
+    """
+
+    exercise: str
+    status: str
+    points: int
+    max_points: int
+    message: str
+    rule: str = ""
 
 
 REGISTRY: dict[tuple[str, str], HiddenTest] = {}
+RULES: dict[str, Rules] = {}  # exercise number -> rules, for call()
 MODULES = sorted(path.stem for path in Path(__file__).parent.glob("nb[0-9][0-9].py"))  # nb00 ... one per notebook
 
 
-def hidden_test(checker: str, exercise: str, points: int, kind: str = FUNCTION):
+def hidden_test(checker: str, exercise: str, points: int, kind: str = FUNCTION, rules: Rules | None = None):
     """Register the decorated function as the hidden test of ``checker`` in the calling module.
 
     Args:
@@ -66,16 +136,22 @@ def hidden_test(checker: str, exercise: str, points: int, kind: str = FUNCTION):
         exercise: the exercise number, e.g. ``"06.1"``.
         points: points for a right answer.
         kind: ``"function"`` or ``"value"``.
+        rules: a coding exercise's rules (default: its own code, no course_lib at all); not for values.
     """
     if kind not in (FUNCTION, VALUE):
         raise ValueError(f"kind must be {FUNCTION!r} or {VALUE!r}, got {kind!r}")
+    if kind == VALUE and rules is not None:
+        raise ValueError("one-value exercises have no code rules")
+    if kind == FUNCTION:
+        rules = rules or Rules()
+        RULES[exercise] = rules
 
     def register(fn: Callable[..., None]) -> Callable[..., None]:
         module = fn.__module__.rsplit(".", 1)[-1]
         key = (module, checker)
         if key in REGISTRY:
             raise ValueError(f"two hidden tests for {module}.{checker}")
-        REGISTRY[key] = HiddenTest(module, checker, exercise, points, kind, fn)
+        REGISTRY[key] = HiddenTest(module, checker, exercise, points, kind, fn, rules)
         return fn
 
     return register
@@ -98,24 +174,98 @@ def lookup(module: str, checker: str) -> HiddenTest | None:
     return REGISTRY.get((module, checker))
 
 
-def grade(module: str, checker: str, *args: Any) -> None:
-    """Run the hidden test of ``module.checker`` on the student's answer (called from the graded notebook).
+def evaluate(module: str, checker: str, *args: Any) -> Verdict:
+    """Run the hidden test of ``module.checker`` on the student's answer and return the :class:`Verdict`
+    (see :func:`_evaluate` for the arguments)."""
+    return _evaluate(module, checker, *args)[0]
 
-    Prints a one-line verdict when the answer passes; raises AssertionError (0 points) otherwise.
+
+def _evaluate(module: str, checker: str, *args: Any) -> tuple[Verdict, AssertionError | None]:
+    """Run the hidden test of ``module.checker`` on the student's answer: (verdict, the AssertionError to raise
+    or None). Never raises for a wrong answer; LookupError when there is no such test.
+
+    Args:
+        module: the checker module, e.g. ``"nb04"``.
+        checker: the public check function's name, e.g. ``"check_attention_by_hand"``.
+        *args: the arguments of the notebook's check call (the student's function, class or value).
     """
     test = lookup(module, checker)
     if test is None:
         raise LookupError(f"no hidden test for {module}.{checker}: add one to instructor/hidden_tests/{module}.py")
-    torch.manual_seed(0)
     try:
-        test.run(*args)
-    except AssertionError:
-        raise
+        if test.kind == FUNCTION:
+            for answer in args:  # every argument of a coding exercise's check call is the student's
+                check_answer(test.exercise, answer, test.rules)
+        with torch.random.fork_rng(devices=[]):  # the notebook's later cells draw the same numbers as ungraded
+            torch.manual_seed(0)
+            test.run(*args)
+    except RuleViolation as exc:
+        return Verdict(test.exercise, BROKE_RULE, 0, test.auto_points, str(exc), exc.rule), exc
+    except NotAttempted as exc:
+        return Verdict(test.exercise, NOT_ATTEMPTED, 0, test.auto_points, str(exc)), exc
+    except AssertionError as exc:
+        return Verdict(test.exercise, FAILED, 0, test.auto_points, str(exc)), exc
     except Exception as exc:  # the answer broke the test itself (wrong type or size): no points, say why
-        raise AssertionError(f"Exercise {test.exercise}: your answer could not be tested on the hidden cases "
-                             f"({type(exc).__name__}: {exc}).") from None
-    unit = "point" if test.points == 1 else "points"
-    print(f"Exercise {test.exercise}: the hidden tests pass ({test.points} of {test.points} {unit}).")
+        error = AssertionError(f"Exercise {test.exercise}: your answer could not be tested on the hidden cases "
+                               f"({exc}).")
+        return Verdict(test.exercise, FAILED, 0, test.auto_points, str(error)), error
+    if test.kind == VALUE:
+        message = f"Exercise {test.exercise}: your value is right."
+    else:
+        unit = "point" if test.points == 1 else "points"
+        message = f"Exercise {test.exercise}: the hidden tests pass ({test.points} of {test.points} {unit})."
+    return Verdict(test.exercise, PASSED, test.auto_points, test.auto_points, message), None
+
+
+def grade(module: str, checker: str, *args: Any) -> None:
+    """Run the hidden test of ``module.checker`` on the student's answer (called from the graded notebook).
+
+    Prints a one-line verdict when the answer passes; raises AssertionError (0 points) otherwise, a
+    :class:`RuleViolation` (an AssertionError) when it breaks the exercise's rules.
+
+    Args:
+        module: the checker module, e.g. ``"nb04"``.
+        checker: the public check function's name.
+        *args: the arguments of the notebook's check call.
+    """
+    verdict, error = _evaluate(module, checker, *args)
+    if error is not None:
+        raise error
+    print(verdict.message)
+
+
+def rules_table() -> str:
+    """A Markdown table of every coding exercise's rules (for instructors): exercise, checker, points, rules."""
+    rows = ["| exercise | checker | points | rules | stated in the exercise text |", "|---|---|---|---|---|"]
+    for test in sorted(load_all().values(), key=lambda t: t.exercise):
+        if test.kind == FUNCTION:
+            rows.append(f"| {test.exercise} | {test.module}.{test.checker} | {test.points} | {describe(test.rules)} | "
+                        f"{test.rules.stated or 'own code: course-wide rule for graded work'} |")
+    return "\n".join(rows)
+
+
+def justification_cell(test: HiddenTest) -> dict:
+    """The manually graded Markdown cell that follows a one-value exercise in the student edition.
+
+    Returns a cell as a plain dict (nbformat 4), with nbgrader metadata: ``solution`` (the student writes in
+    it), ``grade`` with :attr:`HiddenTest.manual_points` points, id ``why_<module>_<checker>``.
+
+    Args:
+        test: a one-value exercise's hidden test.
+    """
+    if test.kind != VALUE:
+        raise ValueError(f"exercise {test.exercise} asks for code: it is graded automatically")
+    return {
+        "cell_type": "markdown",
+        "metadata": {
+            "nbgrader": {"grade": True, "grade_id": f"why_{test.module}_{test.checker}", "locked": False,
+                         "points": test.manual_points, "schema_version": 3, "solution": True, "task": False},
+            "tags": ["graded-justification"],
+        },
+        "source": (f"**Exercise {test.exercise}, why?** In two or three sentences, how did you get your answer "
+                   f"(the reasoning or the computation)? Your point for this exercise is given for this "
+                   f"explanation, read by your instructor.\n\nYOUR ANSWER HERE"),
+    }
 
 
 # ------------------------------------------------------------------------------------------------
@@ -132,9 +282,27 @@ def not_attempted(exercise: str) -> NotAttempted:
 
 
 def call(exercise: str, fn: Callable, case: str, *args: Any, **kwargs: Any) -> Any:
-    """Call the student's ``fn``; turn NotImplementedError and crashes into AssertionErrors that say where."""
+    """Call the student's ``fn`` under the exercise's rules; turn NotImplementedError and crashes into
+    AssertionErrors that say where.
+
+    Args:
+        exercise: the exercise number (its rules were registered by :func:`hidden_test`).
+        fn: the student's function, class or module instance.
+        case: the hidden case's description, for the message.
+        *args, **kwargs: the inputs of the hidden case.
+
+    Raises:
+        RuleViolation: ``fn`` is, wraps or imports course_lib's code, or breaks a "without X" rule.
+        NotAttempted: ``fn`` still raises NotImplementedError.
+        AssertionError: ``fn`` crashed on the case.
+    """
+    rules = RULES.get(exercise, Rules())
+    check_answer(exercise, fn, rules)
     try:
-        return fn(*args, **kwargs)
+        with traced(exercise, rules):
+            return fn(*args, **kwargs)
+    except RuleViolation:
+        raise
     except NotImplementedError:
         raise not_attempted(exercise) from None
     except Exception as exc:  # the student's code crashed on a hidden case

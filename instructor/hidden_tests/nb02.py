@@ -7,10 +7,16 @@ import math
 import torch
 from torch import nn
 
-from hidden_tests import VALUE, call, expect, generator, hidden_test, not_attempted
+from hidden_tests import VALUE, Forbidden, Rules, call, expect, generator, hidden_test, not_attempted
+from hidden_tests.rules import looks_up_rows
 
 
-@hidden_test("check_one_hot_embed", "02.1", points=2)
+@hidden_test("check_one_hot_embed", "02.1", points=2, rules=Rules(forbid=(
+    Forbidden("one_hot", "without F.one_hot (build the one-hot tensor yourself by broadcasting)"),
+    Forbidden("embedding|index_select|gather|take|index_put", "without nn.Embedding or a lookup of weight's rows "
+              "(multiply the one-hot tensor by weight)"),
+    Forbidden("__getitem__", "without weight[ids] (multiply the one-hot tensor by weight)", only_if=looks_up_rows),
+), stated="no F.one_hot, no nn.Embedding, no weight[ids]: build the one-hot tensor by broadcasting"))
 def one_hot_embed(student_fn):
     g = generator(20_001)
     cases = [

@@ -6,7 +6,7 @@ import math
 
 import torch
 
-from hidden_tests import VALUE, call, check_value, expect, hidden_test
+from hidden_tests import VALUE, Rules, call, check_value, expect, hidden_test
 
 
 def _table(positions, d_model):
@@ -26,7 +26,7 @@ def fixed_table(student_fn):
         expect("03.1", case, got, _table(torch.arange(max_len), d_model), atol=1e-4)
 
 
-@hidden_test("check_encode_positions", "03.2", points=2)
+@hidden_test("check_encode_positions", "03.2", points=2, rules=Rules(no_loops=True, stated="without Python loops"))
 def encode_positions(student_fn):
     cases = [
         ("positions 0..19, d_model=10", torch.arange(20), 10),

@@ -6,7 +6,7 @@ import math
 
 import torch
 
-from hidden_tests import VALUE, call, check_value, expect, generator, hidden_test
+from hidden_tests import VALUE, Forbidden, Rules, call, check_value, expect, generator, hidden_test
 
 
 @hidden_test("check_dot_product_variance", "04.1", points=1, kind=VALUE)
@@ -29,7 +29,9 @@ def _attention(q, k, v, mask=None):
     return (scores.softmax(dim=-1) @ v.double()).to(q.dtype)  # (..., q_len, d_v)
 
 
-@hidden_test("check_attention_by_hand", "04.3", points=3)
+@hidden_test("check_attention_by_hand", "04.3", points=3, rules=Rules(forbid=(
+    Forbidden("softmax|scaled_dot_product_attention|multi_head_attention",
+              "without softmax (use exp, sum and amax)"),), stated="without calling softmax: use exp, sum and amax"))
 def attention_by_hand(student_fn):
     g = generator(40_417)
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import torch
 
-from hidden_tests import VALUE, call, check_value, expect, generator, hidden_test
+from hidden_tests import VALUE, Rules, call, check_value, expect, generator, hidden_test
 
 
 def _padding(ids, pad_id):
@@ -27,7 +27,7 @@ def _padded_batch(seed, batch, length, pad_id, vocab=20):
     return ids
 
 
-@hidden_test("check_decoder_mask", "06.1", points=2)
+@hidden_test("check_decoder_mask", "06.1", points=2, rules=Rules(stated="use only torch (not course_lib.masks)"))
 def decoder_mask(student_fn):
     cases = [
         ("batch=4, tgt_len=7, pad_id=0", _padded_batch(61, 4, 7, 0), 0),

@@ -5,7 +5,11 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from hidden_tests import VALUE, call, check_value, expect, generator, hidden_test
+from hidden_tests import VALUE, Forbidden, Rules, call, check_value, expect, generator, hidden_test
+
+NO_LAYER_NORM = Forbidden("layer_?norm|group_?norm|instance_?norm|batch_?norm",
+                          "LayerNorm written out, without PyTorch's (nn.LayerNorm, F.layer_norm)")
+IMPLIED = "implied: the exercise asks to write LayerNorm (not to call PyTorch's)"
 
 
 def _norm_cases(seed):
@@ -32,7 +36,7 @@ def _layer_norm(x, weight, bias, eps):
     return (x - mean) / torch.sqrt(var + eps) * weight + bias
 
 
-@hidden_test("check_layer_norm_module", "07.1", points=3)
+@hidden_test("check_layer_norm_module", "07.1", points=3, rules=Rules(forbid=(NO_LAYER_NORM,), stated=IMPLIED))
 def layer_norm_module(student_cls):
     module = call("07.1", student_cls, "MyLayerNorm(5)", 5)
     params = dict(module.named_parameters())
@@ -55,7 +59,8 @@ def layer_norm_module(student_cls):
         expect("07.1", case, got, _layer_norm(x, weight, bias, eps), atol=1e-6)
 
 
-@hidden_test("check_fixed_norm", "07.2", points=2)
+@hidden_test("check_fixed_norm", "07.2", points=2, rules=Rules(forbid=(NO_LAYER_NORM,),
+                                                            stated="change it in place; " + IMPLIED))
 def fixed_norm(student_fn):
     for case, x, weight, bias, eps in _norm_cases(70_002):
         got = call("07.2", student_fn, case, x.clone(), weight.clone(), bias.clone(), eps)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import torch
 
-from hidden_tests import VALUE, call, check_value, expect, generator, hidden_test, not_attempted
+from hidden_tests import VALUE, Forbidden, Rules, call, check_value, expect, generator, hidden_test, not_attempted
 
 
 @hidden_test("check_encoder_layer_parameters", "08.1", points=1, kind=VALUE)
@@ -14,7 +14,10 @@ def encoder_layer_parameters(answer):
     check_value("08.1", answer, 4 * (512 * 512 + 512) + (2 * 512 * 2048 + 2048 + 512) + 2 * 2 * 512)
 
 
-@hidden_test("check_post_norm_layer", "08.2", points=3)
+@hidden_test("check_post_norm_layer", "08.2", points=3, rules=Rules(
+    allow=("MultiHeadAttention.forward", "PositionwiseFeedForward.forward", "LayerNorm.forward"),
+    forbid=(Forbidden("TransformerEncoder", "written from the parts, without nn.TransformerEncoderLayer"),),
+    stated="from its parts (self_attn, feed_forward, norm1, norm2, dropout1, dropout2), not the layer's own forward"))
 def post_norm_layer(student_fn):
     from course_lib.layers import EncoderLayer
     from course_lib.masks import padding_mask

@@ -6,10 +6,13 @@ import math
 
 import torch
 
-from hidden_tests import call, expect, generator, hidden_test
+from hidden_tests import Forbidden, Rules, call, expect, generator, hidden_test
+from hidden_tests.rules import takes_complex
 
 
-@hidden_test("check_rms_norm", "12.1", points=2)
+@hidden_test("check_rms_norm", "12.1", points=2, rules=Rules(forbid=(
+    Forbidden("rms_?norm", "written out, without F.rms_norm or nn.RMSNorm"),),
+    stated="implied: the exercise asks to write RMSNorm (not to call PyTorch's)"))
 def rms_norm(student_fn):
     g = generator(120_001)
     for case, shape, scale, offset, eps in [
@@ -24,7 +27,10 @@ def rms_norm(student_fn):
         expect("12.1", case, got, expected, atol=1e-6)
 
 
-@hidden_test("check_parameter_count", "12.2", points=3)
+@hidden_test("check_parameter_count", "12.2", points=3, rules=Rules(
+    allow=("TransformerConfig.*",),
+    forbid=(Forbidden(r"^Module\.__init__$|num_parameters", "without building the model (count from the config's fields)"),),
+    stated="from the fields of the config alone, without building the model"))
 def parameter_count(student_fn):
     from course_lib.model import Transformer, TransformerConfig
 
@@ -50,11 +56,14 @@ def parameter_count(student_fn):
         expect("12.2", case, got, expected)
 
 
-@hidden_test("check_rotate_pair", "12.3", points=2)
+@hidden_test("check_rotate_pair", "12.3", points=2, rules=Rules(forbid=(
+    Forbidden(".", "without complex numbers (use torch.cos and torch.sin)", only_if=takes_complex),
+    Forbidden(r"polar|view_as_complex|^complex$", "without complex numbers (use torch.cos and torch.sin)"),),
+    stated="using torch.cos and torch.sin (no complex numbers)"))
 def rotate_pair(student_fn):
     g = generator(120_003)
     cases = [
-        ("(0, 1) at position 2 with theta = pi/4 -> (-1, 0)", torch.tensor([[0.0, 1.0]], dtype=torch.float64),
+        ("(0, 1) at position 2 with theta = pi/4 -> (1, 0)", torch.tensor([[0.0, 1.0]], dtype=torch.float64),
          torch.tensor([2]), math.pi / 4),
         ("6 pairs at positions 0..5, theta = 1.3", torch.randn(6, 2, generator=g, dtype=torch.float64),
          torch.arange(6), 1.3),
@@ -64,6 +73,7 @@ def rotate_pair(student_fn):
     for case, pair, positions, theta in cases:
         angle = positions.double() * theta  # (seq,)
         x, y = pair[:, 0], pair[:, 1]
-        expected = torch.stack([x * angle.cos() - y * angle.sin(), x * angle.sin() + y * angle.cos()], dim=-1)
+        # the direction of notebook 03's R(k), the block [[cos, sin], [-sin, cos]], as the exercise text says
+        expected = torch.stack([x * angle.cos() + y * angle.sin(), -x * angle.sin() + y * angle.cos()], dim=-1)
         got = call("12.3", student_fn, case, pair.clone(), positions.clone(), theta)
         expect("12.3", case, got, expected, atol=1e-6)

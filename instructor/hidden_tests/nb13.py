@@ -5,10 +5,13 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from hidden_tests import VALUE, call, check_value, expect, generator, hidden_test
+from hidden_tests import VALUE, Forbidden, Rules, call, check_value, expect, generator, hidden_test
 
 
-@hidden_test("check_fixed_layer_norm", "13.1", points=2)
+@hidden_test("check_fixed_layer_norm", "13.1", points=2, rules=Rules(forbid=(
+    Forbidden("layer_?norm|group_?norm|instance_?norm|batch_?norm", "a repair of the norm written out, without "
+              "PyTorch's LayerNorm (nn.LayerNorm, F.layer_norm)"),),
+    stated="implied: repair the classmate's norm (not replace it by PyTorch's)"))
 def fixed_layer_norm(student_cls):
     g = generator(130_001)
     for case, d, scale, shift in [("d 7, large values", 7, 40.0, -3.0), ("d 2", 2, 1.0, 0.5),

@@ -1,0 +1,151 @@
+"""The grader's helper inside a student's kernel: hands the student's answers to the grader, nothing else.
+
+``scripts/grade.py`` copies this file into a read-only folder of the sandbox (``instructor/sandbox.py``)
+and imports it in the student's kernel before the first cell. It holds no hidden test and no reference
+answer: the hidden tests run in the grader's own process (``instructor/remote.py``), which asks this
+module to call the student's function on an input, read an attribute, and so on. The results go back
+as tagged JSON (numbers, strings, tensors as raw bytes, containers of those; anything else as a numbered
+handle), which the grader decodes without ever unpickling anything the student's code made. A student's
+cell that replaces this module can only spoil its own answers: the verdicts are computed elsewhere.
+
+Requests come from the grader as pickles (the grader trusts itself, the kernel trusts the grader).
+"""
+
+from __future__ import annotations
+
+import base64
+import builtins
+import json
+import marshal
+import os
+import pickle
+import sys
+import types
+
+OBJECTS: dict[int, object] = {}
+EXCHANGE = os.environ.get("COURSE_GRADER_EXCHANGE", "")
+MAX_DEPTH, MAX_ITEMS = 20, 100_000
+
+
+def _tensor(value):
+    import torch
+
+    t = value.detach().cpu().contiguous()
+    if t.dtype == torch.bfloat16 or t.dtype == torch.float16:
+        t = t.float()
+    array = t.numpy()
+    return {"t": "tensor", "dtype": str(t.dtype).removeprefix("torch."), "shape": list(t.shape),
+            "data": base64.b64encode(array.tobytes()).decode("ascii")}
+
+
+def encode(value, depth: int = 0, by_reference_tensors: bool = False):
+    """``value`` as tagged JSON data: plain values by value, anything else as a handle."""
+    torch = sys.modules.get("torch")
+    if value is None or isinstance(value, (bool, int, str)):
+        return value if not isinstance(value, int) or isinstance(value, bool) or abs(value) < 2**53 else \
+            {"t": "int", "v": str(value)}
+    if isinstance(value, float):
+        return {"t": "float", "v": repr(value)}
+    if depth < MAX_DEPTH:
+        if torch is not None and type(value) in (torch.Tensor, torch.nn.Parameter) and not by_reference_tensors:
+            if value.numel() <= 50_000_000 and not value.is_complex():
+                return _tensor(value)
+        if torch is not None and isinstance(value, torch.Size):
+            return {"t": "size", "v": list(value)}
+        if torch is not None and isinstance(value, torch.dtype):
+            return {"t": "dtype", "v": str(value).removeprefix("torch.")}
+        if type(value) in (tuple, list, set, frozenset) and len(value) <= MAX_ITEMS:
+            items = sorted(value, key=repr) if isinstance(value, (set, frozenset)) else value
+            kind = {tuple: "tuple", list: "list", set: "set", frozenset: "set"}[type(value)]
+            return {"t": kind, "v": [encode(v, depth + 1) for v in items]}
+        if type(value) is dict and len(value) <= MAX_ITEMS and all(isinstance(k, (str, int)) for k in value):
+            return {"t": "dict", "v": [[encode(k), encode(v, depth + 1)] for k, v in value.items()]}
+        numpy = sys.modules.get("numpy")
+        if numpy is not None and isinstance(value, numpy.generic):
+            return encode(value.item(), depth + 1)
+    handle = len(OBJECTS) + 1
+    OBJECTS[handle] = value
+    kind = type(value)
+    return {"t": "handle", "id": handle, "type": f"{kind.__module__}.{kind.__qualname__}"}
+
+
+def _rebuild_function(code: bytes, globals_: dict, name: str, defaults, closure):
+    """A function of the grader's (a lambda passed as a test input), rebuilt from its byte code."""
+    namespace = {"__builtins__": builtins}
+    for key, (kind, value) in globals_.items():
+        namespace[key] = __import__(value, fromlist=["_"]) if kind == "module" else value
+    cells = tuple(types.CellType(v) for v in closure) if closure else None
+    return types.FunctionType(marshal.loads(code), namespace, name, defaults, cells)
+
+
+class _Unpickler(pickle.Unpickler):
+    def persistent_load(self, pid):
+        return OBJECTS[int(pid)]
+
+    def find_class(self, module, name):
+        if module == "hidden_tests.rules":  # the exercises' rules are here as course_rules.py (no hidden test)
+            module = "course_rules"
+        return super().find_class(module, name)
+
+
+def _respond(payload) -> None:
+    path = os.path.join(EXCHANGE, "response.json")
+    with open(path + ".part", "w", encoding="utf-8") as handle:
+        json.dump(payload, handle)
+    os.replace(path + ".part", path)
+
+
+def _error(exc: BaseException) -> dict:
+    rule = type(exc).__name__ == "RuleViolation" and type(exc).__module__ == "course_rules"
+    return {"error": {"type": type(exc).__name__, "message": str(exc)[:2000],
+                      "builtin": type(exc).__module__ == "builtins", "rule": rule}}
+
+
+def answer(grade_id: str, thunk) -> None:
+    """Evaluate the arguments of an exercise's check call (``thunk``) and hand them to the grader."""
+    try:
+        args, kwargs = thunk()
+        _respond({"ok": {"args": [encode(a) for a in args], "kwargs": {k: encode(v) for k, v in kwargs.items()}}})
+    except BaseException as exc:
+        _respond(_error(exc))
+
+
+def serve() -> None:
+    """Carry out the grader's pending request (``request.pkl``) and write ``response.json``."""
+    try:
+        with open(os.path.join(EXCHANGE, "request.pkl"), "rb") as handle:
+            op, target, payload, grad = _Unpickler(handle).load()
+        obj = OBJECTS[target]
+        torch = sys.modules.get("torch")
+        if torch is not None:
+            torch.set_grad_enabled(grad)
+        by_reference = False
+        if op == "call":
+            result = obj(*payload[0], **payload[1])
+        elif op == "call_ruled":  # the exercise's rules (hidden_tests/rules.py) watch the student's code run here
+            exercise, rules, args, kwargs = payload
+            from course_rules import check_answer, traced
+
+            check_answer(exercise, obj, rules)
+            with traced(exercise, rules):
+                result = obj(*args, **kwargs)
+        elif op == "getattr":
+            result = getattr(obj, payload)
+            by_reference = True  # a module's weight is changed in place by the tests
+        elif op == "list":
+            result = list(obj)
+        elif op == "next":
+            result = next(obj)
+        elif op == "len":
+            result = len(obj)
+        elif op == "getitem":
+            result = obj[payload]
+        else:
+            raise ValueError(f"unknown request {op!r}")
+        _respond({"ok": encode(result, by_reference_tensors=by_reference)})
+    except BaseException as exc:
+        _respond(_error(exc))
+    finally:
+        torch = sys.modules.get("torch")
+        if torch is not None:
+            torch.set_grad_enabled(True)

@@ -50,7 +50,7 @@ DIFFERENCES = """\
 | words | cased spaCy words, `min_freq` 2 | the same | lower-cased spaCy words, `min_freq` 2 |
 | batches | ~1,806 target tokens (128 sentences' worth) | the same | classic rule: (sentences) × (longest + 2) ≤ 4,000 |
 | schedule | recipe: peak 1.80e-3 at 490 steps, then 1/sqrt | the same | peak 1e-3 at 800 steps, then 1/sqrt |
-| clipping, averaging | clip 1.0, weight average (EMA 0.99) | the same | clip 1.0, none |
+| clipping, averaging | clip 1.0, weight average (EMA, decay rising to 0.99) | the same | clip 1.0, none |
 | loss, optimizer, dropout | label smoothing 0.1, Adam (0.9, 0.98, 1e-9), dropout 0.1 | the same | the same |
 """
 
@@ -292,28 +292,30 @@ def sweep_rows(runs, size: str) -> list[tuple[str, str, str, list[dict]]]:
 
 
 def sweep_verdict(rows) -> str:
-    """One computed sentence: which setting has the best mean, and the recipe's distance from it."""
+    """One computed sentence: which setting has the best mean over the seeds every setting finished, with the
+    means it compares (they can differ from the table's when some settings have fewer seeds)."""
     if len(rows) < 2:
         return ""
-    common = set.intersection(*({r["seed"] for r in records} for *_, records in rows))
+    common = sorted(set.intersection(*({r["seed"] for r in records} for *_, records in rows)))
     if not common:
         return ""
     means = {setting: summary([metric(r, SWEEP_EPOCH, "valid") for r in records if r["seed"] in common])
              for setting, _, _, records in rows}
-    best = max(means, key=lambda k: means[k]["mean"])
     recipe = rows[0][0]
-    gap = means[best]["mean"] - means[recipe]["mean"]
+    ranked = sorted(means, key=lambda k: -means[k]["mean"])
+    where = (f"On seed {common[0]}, the only seed every setting has finished" if len(common) == 1 else
+             f"Over seeds {', '.join(map(str, common))}, the ones every setting has finished")
+    listing = ", ".join(f"{k.replace(' (x1, as chosen)', '')} {means[k]['mean']:.1f}" for k in ranked)
+    best = ranked[0]
     if best == recipe:
-        runner = max((k for k in means if k != recipe), key=lambda k: means[k]["mean"])
-        margin = means[recipe]["mean"] - means[runner]["mean"]
-        return (f"Over the {len(common)} seed{'s' if len(common) > 1 else ''} every setting finished, the recipe's own "
-                f"setting has the best mean validation BLEU after epoch {SWEEP_EPOCH}, {margin:.1f} above the next "
-                f"({runner}).")
-    spread = max(means[best]["sd"], means[recipe]["sd"])
-    within = "within" if gap <= spread else "beyond"
-    return (f"Over the {len(common)} seed{'s' if len(common) > 1 else ''} every setting finished, {best} has the best "
-            f"mean validation BLEU after epoch {SWEEP_EPOCH}, {gap:.1f} above the recipe's setting ({within} one "
-            f"standard deviation of the seeds, {spread:.1f}).")
+        verdict = "the recipe's own setting is best"
+    else:
+        gap = means[best]["mean"] - means[recipe]["mean"]
+        spread = max(means[best]["sd"], means[recipe]["sd"])
+        within = ("within one standard deviation of the seeds" if len(common) > 1 and gap <= spread else
+                  "beyond one standard deviation of the seeds" if len(common) > 1 else "one seed cannot tell")
+        verdict = f"{best} is best, {gap:.1f} above the recipe's setting ({within})"
+    return f"{where}, validation BLEU after epoch {SWEEP_EPOCH}: {listing}; {verdict}."
 
 
 SWEEP_SIZES = {"default": "`d_model` 64 with 2+2 layers (the recipe's anchor)",
@@ -463,6 +465,13 @@ def headline(runs, audience: str) -> str:
                   f"test BLEU {fmt(summary([metric(r, last, 'test') for r in rs]))} lower-cased, "
                   f"{fmt(summary([metric(r, last, 'test', 'bleu') for r in rs]))} cased after {last} epochs "
                   f"({len(rs)} seeds)."]
+    seconds = {name: [row["train_seconds"] for r in complete(runs.get(name, {}).get("course", [])) for row in r["epochs"]]
+               for name in ("tutorial", "default")}
+    if all(seconds.values()):
+        lines += ["", f"Training time on 2 threads of a shared 2-core machine (the course pipeline, mean over every "
+                  f"epoch of every seed): {statistics.fmean(seconds['tutorial']):.0f} s per epoch at the tutorial "
+                  f"size, {statistics.fmean(seconds['default']):.0f} s for the default model (evaluation not "
+                  "included; the machine's speed varies up to 2x from day to day)."]
     if not lines:
         lines.append("No real-data results yet.")
     where = ("Per-epoch tables, validation scores, training times and what differs between the pipelines: "

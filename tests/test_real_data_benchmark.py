@@ -226,9 +226,12 @@ def test_sweep_table_reads_valid_after_epoch_4_and_names_the_best_setting():
     assert "| peak x0.5 | 4.42e-03 | no | 0, 1, 2 |" in text and "| peak x2 | 1.77e-02 | no | 0, 1 |" in text
     assert "21.0 ± 1.0 (20.0–22.0)" in text  # the recipe's epoch-4 validation BLEU over seeds 0-2
     # the verdict compares over the seeds every setting finished (0 and 1): 20.5 vs 19.5 vs 18.5
-    assert "Over the 2 seeds every setting finished, the recipe's own setting has the best" in text
-    assert "1.0 above the next (peak x2)" in text
+    assert ("Over seeds 0, 1, the ones every setting has finished, validation BLEU after epoch 4: recipe 20.5, "
+            "peak x2 19.5, peak x0.5 18.5; the recipe's own setting is best.") in text
     runs["sweep-default-peak2x"] = {"course": [_sweep_record(s, [1, 2, 3, 23 + s], "1.77e-02") for s in range(3)]}
     text = report.render_sweep(runs)
-    assert "peak x2 has the best mean validation BLEU after epoch 4, 3.0 above the recipe's setting (beyond" in text
+    assert "peak x2 is best, 3.0 above the recipe's setting (beyond one standard deviation of the seeds)" in text
+    one_seed = {k: {"course": v["course"][:1]} for k, v in runs.items()}
+    assert "On seed 0, the only seed every setting has finished" in report.render_sweep(one_seed)
+    assert "one seed cannot tell" in report.render_sweep(one_seed)
     assert "sweep-" not in report.render_benchmarks_readme({k: v for k, v in runs.items()}).split("## The recipe")[0]

@@ -219,6 +219,37 @@ def test_the_cell_magic_is_registered(tmp_path, monkeypatch):
                          "torch.sqrt(x.var(-1, keepdim=True, unbiased=False) + 1e-5)\n")
     assert (tmp_path / "my_transformer" / "layer_norm.py").exists()
     assert "layer_norm" in module_names()
+    # the cells below use the saved file's class, under the cell's name
+    assert shell.user_ns["LayerNorm"].__module__ == "my_transformer.layer_norm"
+    shell.run_line_magic("load_ext", "course_lib.student")  # the package's own name loads the same magic
+
+
+def test_the_magic_defines_the_parts_names_from_the_file_or_course_lib(tmp_path, monkeypatch, capsys):
+    """Saved: the file's objects; a stub or a refused cell with nothing saved: course_lib's twin, and it says so."""
+    from IPython import get_ipython
+    from IPython.testing.globalipapp import start_ipython
+
+    from course_lib.masks import causal_mask
+    from course_lib.student.magic import skeleton
+
+    start_ipython()
+    shell = get_ipython()
+    monkeypatch.chdir(tmp_path)
+    shell.run_line_magic("load_ext", "course_lib.student")
+    shell.user_ns.pop("causal_mask", None)
+    shell.run_cell_magic("my_part", "masks", skeleton("masks"))
+    assert "below are course_lib's" in capsys.readouterr().out
+    assert shell.user_ns["causal_mask"] is causal_mask
+    good = ("def padding_mask(ids, pad_id=0):\n    return (ids != pad_id)[:, None, None, :]\n\n"
+            "def causal_mask(size, device=None):\n"
+            "    return torch.ones(size, size, dtype=torch.bool, device=device).tril()\n")
+    shell.run_cell_magic("my_part", "masks", good)
+    assert "`padding_mask`, `causal_mask` below are the saved file's" in capsys.readouterr().out
+    assert shell.user_ns["causal_mask"].__module__ == "my_transformer.masks"
+    shell.run_cell_magic("my_part", "masks", good.replace(".tril()", ""))  # leaks the future: refused
+    assert "your previous version is kept, and `padding_mask`, `causal_mask` below are it" in capsys.readouterr().out
+    assert shell.user_ns["causal_mask"].__module__ == "my_transformer.masks"
+    assert bool(shell.user_ns["causal_mask"](3)[0, 1]) is False  # the saved (correct) version, not the refused one
 
 
 def test_check_part_rejects_unknown_names():

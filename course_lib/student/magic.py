@@ -68,8 +68,9 @@ def skeleton(module: str) -> str:
     """The body of a blank ``%%my_part <module>`` cell: each contract and a stub to replace (student edition)."""
     if module not in module_names():
         raise ValueError(f"module must be one of {module_names()}, got {module!r}")
-    lines = [f"# Your {module.replace('_', ' ')}, as a file of your own package: copy or rewrite your code from the",
-             "# cells above (math, torch, nn and F are imported for you; import your other parts from my_transformer)."]
+    lines = [f"# Your {module.replace('_', ' ')}: write it here, following the steps above. Running this cell saves it",
+             f"# as my_transformer/{module}.py, checks its contract, and the cells below use it (math, torch, nn and F",
+             "# are imported for you; import your other parts from my_transformer)."]
     for spec in PARTS:
         if spec.module != module:
             continue
@@ -110,28 +111,77 @@ def last_refusal(module: str, directory: str | Path = ".", package: str = MY_PAC
     return json.loads(path.read_text(encoding="utf-8")).get(module) if path.is_file() else None
 
 
+def course_twin(module: str) -> dict[str, object]:
+    """``{name a %%my_part <module> cell defines: course_lib's part}``, e.g. ``{"attention": scaled_dot_product_attention}``."""
+    import importlib
+
+    twins = {}
+    for spec in PARTS:
+        if spec.module == module:
+            where, _, name = spec.reference.rpartition(".")
+            twins[spec.attribute] = getattr(importlib.import_module(where), name)
+    return twins
+
+
+def bind_names(module: str, namespace: dict | None, directory: str | Path = ".", package: str = MY_PACKAGE) -> str:
+    """Put the names of ``module`` into ``namespace`` (the notebook's): from the saved file, else course_lib's twins.
+
+    Returns:
+        ``"saved"`` when they come from ``<package>/<module>.py``, ``"course_lib"`` otherwise (nothing saved).
+    """
+    if namespace is None:
+        return "none"
+    if part_file(module, directory, package).is_file():
+        loaded = import_saved(module, directory, package)
+        namespace.update({spec.attribute: getattr(loaded, spec.attribute) for spec in PARTS if spec.module == module})
+        return "saved"
+    namespace.update(course_twin(module))
+    return "course_lib"
+
+
+def _notebook_namespace() -> dict | None:
+    try:
+        from IPython import get_ipython
+    except ImportError:  # pragma: no cover - the magic only runs in IPython
+        return None
+    shell = get_ipython()
+    return None if shell is None else shell.user_ns
+
+
 def my_part(line: str, cell: str) -> None:
-    """The ``%%my_part <module>`` cell magic: save the cell as ``my_transformer/<module>.py``, check it."""
+    """The ``%%my_part <module>`` cell magic: save the cell as ``my_transformer/<module>.py``, check it, and define
+    its names in the notebook from the saved file (so the cells below run the file, not the cell's text).
+
+    A cell that still holds the stub (student edition) or is refused defines nothing new: the names come from the
+    last saved file, or from course_lib's twin when nothing is saved yet, and the message says which.
+    """
     module = line.strip()
     if module not in module_names():
         raise ValueError(f"%%my_part needs one of {module_names()}, got {module!r}")
+    namespace = _notebook_namespace()
+    names = ", ".join(f"`{spec.attribute}`" for spec in PARTS if spec.module == module)
     try:
         checked = keep_part(module, cell)
     except PartContractError as error:
         if _not_written(error):
+            source = bind_names(module, namespace)
+            until = (f"until then {names} below are your last saved version" if source == "saved" else
+                     f"until then {names} below are course_lib's, so the cells below still run")
             print(f"⏳ not saved yet: replace `raise NotImplementedError` with your {module.replace('_', ' ')} and run "
-                  "the cell again")
+                  f"the cell again ({until})")
             return
         reason = f"{error.part} {error.promise}"
         _remember_refusal(module, reason)
-        kept = ("your previous version is kept" if part_file(module).exists()
-                else "nothing is saved")
+        source = bind_names(module, namespace)
+        kept = (f"your previous version is kept, and {names} below are it" if source == "saved" else
+                f"nothing is saved; {names} below are course_lib's")
         print(f"❌ not saved: {reason}. Fix the cell and run it again ({kept}).")
         return
     _remember_refusal(module, None)
-    names = ", ".join(c.split(" ")[0] for c in checked)
+    bind_names(module, namespace)
     print(f"saved {MY_PACKAGE}/{module}.py; its contract holds for: {', '.join(checked)}")
-    print(f"use it with: from {MY_PACKAGE}.{module} import {names}")
+    print(f"{names} below {'is' if ',' not in names else 'are'} the saved file's "
+          f"(elsewhere: from {MY_PACKAGE}.{module} import {', '.join(spec.attribute for spec in PARTS if spec.module == module)})")
 
 
 def check_saved_part(part: str, directory: str | Path = ".", package: str = MY_PACKAGE):

@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 CONFIGURED := $(VENV)/.configured
 
-.PHONY: lab test setup lint regenerate slides site student-edition collect grade present benchmark clean
+.PHONY: lab test setup lint regenerate slides site student-edition instructor-pack collect grade present benchmark clean
 
 $(STAMP): requirements.txt pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -57,6 +57,10 @@ site: $(CONFIGURED)
 ## Student edition of every notebook into build/student_edition/: solutions removed, exercises graded by hidden tests.
 student-edition: $(CONFIGURED)
 	$(BIN)/python scripts/student_edition.py notebooks/*.ipynb
+
+## The instructor's pack into build/instructor/: a six-week course plan and the answer key (never hand it out).
+instructor-pack: $(CONFIGURED)
+	$(BIN)/python scripts/instructor_pack.py
 
 ## Sort handed-in notebooks (a .zip export or a folder) into submissions/<student>/ with a manifest.csv:
 ## make collect FROM=export.zip [ROSTER=roster.csv] [FORMAT=moodle|canvas|folders] [PATTERN='regex']

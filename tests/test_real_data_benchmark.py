@@ -235,3 +235,18 @@ def test_sweep_table_reads_valid_after_epoch_4_and_names_the_best_setting():
     assert "On seed 0, the only seed every setting has finished" in report.render_sweep(one_seed)
     assert "one seed cannot tell" in report.render_sweep(one_seed)
     assert "sweep-" not in report.render_benchmarks_readme({k: v for k, v in runs.items()}).split("## The recipe")[0]
+
+
+def test_the_recipe_docstring_s_claim_about_the_sweep_holds_in_the_results_files():
+    """course_lib/recipe.py says: at both widths the recipe's peak has the best mean validation BLEU over the seeds
+    every setting has finished (benchmarks/recipe_sweep.py). The committed results files must say the same."""
+    import course_lib.recipe
+
+    report = _load("report")
+    assert "At both widths the recipe's peak has the best mean validation BLEU" in " ".join(
+        course_lib.recipe.__doc__.split())
+    runs = report.load_runs()
+    for size in ("default", "tutorial"):
+        rows = [row for row in report.sweep_rows(runs, size) if "untied" not in row[0]]
+        assert len(rows) == 3, f"{size}: the sweep needs the recipe's peak, x0.5 and x2 (found {[r[0] for r in rows]})"
+        assert "the recipe's own setting is best" in report.sweep_verdict(rows), report.sweep_verdict(rows)

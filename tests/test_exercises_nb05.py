@@ -5,17 +5,28 @@ import torch
 
 from course_lib.exercises import nb05
 
-# ---------------------------------------------------------------- 05.1 split / merge
+# ---------------------------------------------------------------- 05.1 split / merge, sequence first
 
 
 def right_split(x, n_heads):
-    batch, seq, d_model = x.shape
-    return x.view(batch, seq, n_heads, d_model // n_heads).transpose(1, 2)
+    seq, batch, d_model = x.shape
+    return x.view(seq, batch, n_heads, d_model // n_heads).permute(1, 2, 0, 3)
 
 
 def right_merge(x):
     batch, n_heads, seq, d_head = x.shape
-    return x.transpose(1, 2).reshape(batch, seq, n_heads * d_head)
+    return x.permute(2, 0, 1, 3).reshape(seq, batch, n_heads * d_head)
+
+
+def split_via_batch_first(x, n_heads):  # transpose to batch first, then the notebook's split: also right
+    x = x.transpose(0, 1)
+    batch, seq, d_model = x.shape
+    return x.reshape(batch, seq, n_heads, d_model // n_heads).transpose(1, 2)
+
+
+def merge_via_batch_first(x):
+    batch, n_heads, seq, d_head = x.shape
+    return x.transpose(1, 2).reshape(batch, seq, n_heads * d_head).transpose(0, 1)
 
 
 def unattempted_split(x, n_heads):
@@ -26,19 +37,31 @@ def unattempted_merge(x):
     raise NotImplementedError
 
 
-def test_05_1_right_answer_passes():
-    result = nb05.check_split_merge(right_split, right_merge, quiet=True)
+@pytest.mark.parametrize(("split", "merge"), [(right_split, right_merge), (split_via_batch_first, merge_via_batch_first)])
+def test_05_1_right_answers_pass(split, merge):
+    result = nb05.check_split_merge(split, merge, quiet=True)
     assert result, result.message
+
+
+def test_05_1_the_course_solution_is_what_the_hidden_test_expects():
+    x = torch.randn(4, 3, 12)
+    assert torch.equal(nb05._reference_split(x, 3), right_split(x, 3))
+    assert torch.equal(nb05._reference_merge(right_split(x, 3)), x)
 
 
 @pytest.mark.parametrize(
     ("split", "merge", "needle"),
     [
-        (lambda x, h: x.view(x.size(0), h, x.size(1), x.size(2) // h), right_merge, "viewed x straight as"),
-        (lambda x, h: x.view(x.size(0), x.size(1), h, -1), right_merge, "still need transpose(1, 2)"),
-        (right_split, lambda x: x.reshape(x.size(0), x.size(2), -1), "without transposing back"),
-        (right_split, lambda x: x.transpose(1, 2).view(x.size(0), x.size(2), -1), "call .contiguous() before .view"),
-        (right_split, lambda x: x.transpose(1, 2).reshape(x.size(0), x.size(2), -1) * 2, "values differ"),
+        (lambda x, h: x.view(x.size(0), x.size(1), h, -1).transpose(1, 2), right_merge, "as if it were batch first"),
+        (lambda x, h: x.view(x.size(0), x.size(1), h, -1), right_merge, "did not move the dimensions"),
+        (lambda x, h: x.view(x.size(0), x.size(1), h, -1).transpose(0, 1), right_merge, "heads must also come before"),
+        (lambda x, h: x.reshape(x.size(1), h, x.size(0), -1), right_merge, "viewed x straight as"),
+        (lambda x, h: x.view(x.size(0), x.size(1), -1, h).permute(1, 3, 0, 2), right_merge, "head and position are swapped"),
+        (lambda x, h: x.permute(1, 0, 2)[:, None], right_merge, "shape"),
+        (right_split, lambda x: x.reshape(x.size(2), x.size(0), -1), "without moving the dimensions back"),
+        (right_split, lambda x: x.transpose(1, 2).reshape(x.size(0), x.size(2), -1), "must be (seq, batch, d_model)"),
+        (right_split, lambda x: x.permute(2, 0, 1, 3).view(x.size(2), x.size(0), -1), "call .contiguous() before .view"),
+        (right_split, lambda x: right_merge(x) * 2, "values differ"),
     ],
 )
 def test_05_1_wrong_answers_fail_with_specific_messages(split, merge, needle):

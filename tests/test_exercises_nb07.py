@@ -6,88 +6,87 @@ from torch import nn
 
 from course_lib.exercises import nb07
 
-# ---------------------------------------------------------------- 07.1 LayerNorm as a module
+# ---------------------------------------------------------------- 07.1 fold gamma and beta into the next layer
 
 
-class RightLayerNorm(nn.Module):
-    def __init__(self, d_model, eps=1e-5):
-        super().__init__()
-        self.eps = eps
-        self.weight = nn.Parameter(torch.ones(d_model))
-        self.bias = nn.Parameter(torch.zeros(d_model))
-
-    def forward(self, x):
-        mean = x.mean(-1, keepdim=True)
-        var = x.var(-1, keepdim=True, unbiased=False)
-        return (x - mean) / torch.sqrt(var + self.eps) * self.weight + self.bias
+def _linear_with(linear, weight, bias):
+    folded = nn.Linear(linear.in_features, linear.out_features)
+    with torch.no_grad():
+        folded.weight.copy_(weight)
+        folded.bias.copy_(bias)
+    return folded
 
 
-class UnbiasedLayerNorm(RightLayerNorm):
-    def forward(self, x):
-        mean = x.mean(-1, keepdim=True)
-        return (x - mean) / torch.sqrt(x.var(-1, keepdim=True) + self.eps) * self.weight + self.bias
+def right_fold(norm, linear):
+    return _linear_with(linear, linear.weight * norm.weight, linear.weight @ norm.bias + linear.bias)
 
 
-class EpsOutsideLayerNorm(RightLayerNorm):
-    def forward(self, x):
-        mean = x.mean(-1, keepdim=True)
-        return (x - mean) / (x.std(-1, keepdim=True, unbiased=False) + self.eps) * self.weight + self.bias
+def fold_without_beta(norm, linear):
+    return _linear_with(linear, linear.weight * norm.weight, linear.bias)
 
 
-class NoGainLayerNorm(RightLayerNorm):
-    def forward(self, x):
-        mean = x.mean(-1, keepdim=True)
-        return (x - mean) / torch.sqrt(x.var(-1, keepdim=True, unbiased=False) + self.eps)
+def fold_without_gamma(norm, linear):
+    return _linear_with(linear, linear.weight, linear.weight @ norm.bias + linear.bias)
 
 
-class BufferLayerNorm(nn.Module):
-    def __init__(self, d_model, eps=1e-5):
-        super().__init__()
-        self.eps = eps
-        self.register_buffer("weight", torch.ones(d_model))
-        self.register_buffer("bias", torch.zeros(d_model))
+def fold_rows(norm, linear):
+    return _linear_with(linear, linear.weight * norm.weight[:, None], linear.weight @ norm.bias + linear.bias)
 
 
-class WrongInitLayerNorm(RightLayerNorm):
-    def __init__(self, d_model, eps=1e-5):
-        super().__init__(d_model, eps)
-        self.weight = nn.Parameter(torch.randn(d_model))
+def fold_beta_straight_into_bias(norm, linear):
+    return _linear_with(linear, linear.weight * norm.weight, linear.bias + norm.bias)
 
 
-class UnattemptedLayerNorm(nn.Module):
-    def __init__(self, d_model, eps=1e-5):
-        super().__init__()
-        raise NotImplementedError
+def fold_transposed(norm, linear):
+    return _linear_with(linear, linear.weight * norm.weight, linear.weight.T @ norm.bias + linear.bias)
 
 
-class ForwardUnattemptedLayerNorm(RightLayerNorm):
-    def forward(self, x):
-        raise NotImplementedError
+def fold_losing_b(norm, linear):
+    return _linear_with(linear, linear.weight * norm.weight, linear.weight @ norm.bias)
+
+
+def fold_in_place(norm, linear):
+    with torch.no_grad():
+        linear.bias += linear.weight @ norm.bias
+        linear.weight *= norm.weight
+    return linear
 
 
 def test_07_1_right_answer_passes():
-    result = nb07.check_layer_norm_module(RightLayerNorm, quiet=True)
+    result = nb07.check_fold_layer_norm(right_fold, quiet=True)
     assert result, result.message
 
 
+def test_07_1_the_course_solution_passes():
+    assert nb07.check_fold_layer_norm(nb07.reference_fold_layer_norm, quiet=True)
+
+
 @pytest.mark.parametrize(
-    ("cls", "needle"),
+    ("fn", "needle"),
     [
-        (UnbiasedLayerNorm, "unbiased variance"),
-        (EpsOutsideLayerNorm, "eps is added outside the square root"),
-        (NoGainLayerNorm, "gain (weight) and shift (bias) are not applied"),
-        (BufferLayerNorm, "no learnable parameter named 'weight'"),
-        (WrongInitLayerNorm, "'weight' must start as ones"),
+        (lambda norm, linear: linear, "comes back unchanged"),
+        (lambda norm, linear: _linear_with(linear, linear.weight, linear.bias), "comes back unchanged"),
+        (fold_without_beta, "beta is missing"),
+        (fold_without_gamma, "gamma is missing"),
+        (fold_rows, "gamma scales the wrong side"),
+        (fold_beta_straight_into_bias, "without passing through the weight"),
+        (fold_transposed, "transposed weight"),
+        (fold_losing_b, "own bias b has disappeared"),
+        (fold_in_place, "changed the norm or the layer"),
+        (lambda norm, linear: linear.weight * norm.weight, "return a new nn.Linear"),
+        (lambda norm, linear: _linear_with(linear, 2 * linear.weight * norm.weight, linear.bias), "values differ"),
     ],
 )
-def test_07_1_wrong_answers_fail_with_the_mistake_named(cls, needle):
-    result = nb07.check_layer_norm_module(cls, quiet=True)
+def test_07_1_wrong_answers_fail_with_the_mistake_named(fn, needle):
+    result = nb07.check_fold_layer_norm(fn, quiet=True)
     assert result.status == "failed" and needle in result.message, result.message
 
 
-@pytest.mark.parametrize("cls", [UnattemptedLayerNorm, ForwardUnattemptedLayerNorm])
-def test_07_1_not_attempted(cls):
-    assert nb07.check_layer_norm_module(cls, quiet=True).status == "not attempted"
+def test_07_1_not_attempted():
+    def unattempted(norm, linear):
+        raise NotImplementedError
+
+    assert nb07.check_fold_layer_norm(unattempted, quiet=True).status == "not attempted"
 
 
 # ---------------------------------------------------------------- 07.2 fix the articles' norm
@@ -199,6 +198,6 @@ def test_checkers_leave_the_random_state_alone():
     expected = torch.rand(3)
     torch.manual_seed(0)
     nb07.check_pre_norm_sublayer(lambda x, sublayer, norm: x + sublayer(norm(x)), quiet=True)
-    nb07.check_layer_norm_module(RightLayerNorm, quiet=True)
+    nb07.check_fold_layer_norm(right_fold, quiet=True)
     nb07.check_fixed_norm(right_norm, quiet=True)
     assert torch.equal(torch.rand(3), expected)

@@ -63,11 +63,8 @@ CHEATS = {
     "06.1": ("course_lib.masks", "decoder_self_attention_mask", "def decoder_mask(tgt, pad_id=0):\n    return {ref}(tgt, pad_id)"),
     "06.3": ("course_lib.masks", "decoder_self_attention_mask",
              "def fixed_masks(src, tgt, pad_id=0):\n    return (src != pad_id)[:, None, None, :], {ref}(tgt, pad_id)"),
-    "07.1": ("course_lib.layers", "LayerNorm",
-             "class MyLayerNorm(nn.Module):\n    def __init__(self, d_model, eps=1e-5):\n        super().__init__()\n"
-             "        self.d_model, self.eps, self.use_fused = d_model, eps, True\n"
-             "        self.weight = nn.Parameter(torch.ones(d_model))\n        self.bias = nn.Parameter(torch.zeros(d_model))\n\n"
-             "    def forward(self, x):\n        return {ref}.forward(self, x)"),
+    "07.1": ("course_lib.exercises.nb07", "reference_fold_layer_norm",
+             "def fold_layer_norm(norm, linear):\n    return {ref}(norm, linear)"),
     "07.2": ("course_lib.exercises.nb07", "_layer_norm",
              "def fixed_norm(x, weight, bias, eps=1e-5):\n    return {ref}(x, weight, bias, eps)"),
     "07.4": ("course_lib.exercises.nb07", "_reference_pre_norm",
@@ -131,10 +128,6 @@ WITHOUT = [
      "    pe = torch.zeros(len(positions), d_model)\n    for i in range(0, d_model, 2):\n"
      "        angle = positions.double() / 10000 ** (i / d_model)\n"
      "        pe[:, i], pe[:, i + 1] = torch.sin(angle), torch.cos(angle)\n    return pe", "no loops"),
-    ("07.1", "F.layer_norm", "class MyLayerNorm(nn.Module):\n    def __init__(self, d_model, eps=1e-5):\n"
-     "        super().__init__()\n        self.eps = eps\n        self.weight = nn.Parameter(torch.ones(d_model))\n"
-     "        self.bias = nn.Parameter(torch.zeros(d_model))\n\n    def forward(self, x):\n"
-     "        return torch.nn.functional.layer_norm(x, x.shape[-1:], self.weight, self.bias, self.eps)", "without"),
     ("07.2", "F.layer_norm", "def fixed_norm(x, weight, bias, eps=1e-5):\n"
      "    return torch.nn.functional.layer_norm(x, x.shape[-1:], weight, bias, eps)", "without"),
     ("13.1", "nn.LayerNorm inside", "class RepairedLayerNorm(nn.Module):\n    def __init__(self, d_model, eps=1e-5):\n"
@@ -169,13 +162,15 @@ def _exercises() -> dict[str, dict]:
         nb = nbformat.read(_notebook(test.module), as_version=4)
         imports = []
         for cell in nb.cells:
-            if cell.cell_type != "code" or cell.source.lstrip().startswith(("%", "!")):
-                continue
+            if cell.cell_type != "code" or cell.source.lstrip().startswith("%%"):
+                continue  # a cell magic (%%my_part) is not Python
+            source = "\n".join("" if line.lstrip().startswith(("%", "!")) else line  # line magics: blank lines
+                                for line in cell.source.splitlines())
             try:
-                tree = ast.parse(cell.source)
+                tree = ast.parse(source)
             except SyntaxError:
                 continue
-            imports += [ast.get_source_segment(cell.source, node) for node in tree.body
+            imports += [ast.get_source_segment(source, node) for node in tree.body
                         if isinstance(node, (ast.Import, ast.ImportFrom)) or (
                             isinstance(node, ast.Assign) and isinstance(node.value, ast.Constant))]
         for index, cell in enumerate(nb.cells):

@@ -1,11 +1,13 @@
 """Exercise checks for notebook 05 (multi-head attention).
 
-05.1 ``split_heads`` / ``merge_heads``: (batch, seq, d_model) <-> (batch, n_heads, seq, d_head).
+05.1 ``split_heads`` / ``merge_heads`` for sequence-first activations: (seq, batch, d_model) <->
+     (batch, n_heads, seq, d_head), the layout of ``nn.MultiheadAttention`` without ``batch_first``.
 05.2 the parameter count of a multi-head attention block (d_model 512, 8 heads).
 05.3 spot and fix the bug in a complete multi-head attention function (it scrambles tokens).
 
-The checkers compare with ``course_lib.attention.MultiHeadAttention`` and recognise the typical
-reshaping mistakes (a view straight into the head layout, a merge without the transpose back).
+The checkers compare with reference reshapes and ``course_lib.attention.MultiHeadAttention`` and recognise
+the typical reshaping mistakes (a view straight into the head layout, the batch-first split applied to
+sequence-first input, a merge without moving the dimensions back).
 """
 
 from __future__ import annotations
@@ -18,46 +20,54 @@ ATOL = 1e-5
 
 
 # ----------------------------------------------------------------------------------------------
-# 05.1 split and merge heads
+# 05.1 split and merge heads, sequence first
 # ----------------------------------------------------------------------------------------------
 
 
 def _reference_split(x, n_heads):
-    batch, seq, d_model = x.shape
-    return x.view(batch, seq, n_heads, d_model // n_heads).transpose(1, 2)  # (batch, n_heads, seq, d_head)
+    seq, batch, d_model = x.shape
+    x = x.view(seq, batch, n_heads, d_model // n_heads)  # (seq, batch, n_heads, d_head)
+    return x.permute(1, 2, 0, 3)  # (batch, n_heads, seq, d_head)
 
 
 def _reference_merge(x):
     batch, n_heads, seq, d_head = x.shape
-    return x.transpose(1, 2).contiguous().view(batch, seq, n_heads * d_head)  # (batch, seq, d_model)
+    return x.permute(2, 0, 1, 3).contiguous().view(seq, batch, n_heads * d_head)  # (seq, batch, d_model)
 
 
 _SPLIT_MISTAKES = [
-    ("you viewed x straight as (batch, n_heads, seq, d_head): that cuts the sequence of all tokens into chunks, "
-     "so one 'head' row mixes features of different tokens. View as (batch, seq, n_heads, d_head) first, then "
-     "transpose(1, 2)",
-     lambda x, h: x.reshape(x.size(0), h, x.size(1), x.size(2) // h)),
-    ("the shape is (batch, seq, n_heads, d_head): you still need transpose(1, 2) so that heads come before "
-     "the sequence", lambda x, h: x.reshape(x.size(0), x.size(1), h, x.size(2) // h)),
-    ("the shape is right but head and position are swapped inside each token: view as (batch, seq, n_heads, "
-     "d_head), not (batch, seq, d_head, n_heads)",
-     lambda x, h: x.reshape(x.size(0), x.size(1), x.size(2) // h, h).permute(0, 3, 1, 2)),
+    ("you split x as if it were batch first (the notebook's split, unchanged): the result is (seq, n_heads, batch, "
+     "d_head). x is (seq, batch, d_model): after the view, the batch dimension must move to the front too",
+     lambda x, h: x.reshape(x.size(0), x.size(1), h, x.size(2) // h).transpose(1, 2)),
+    ("the shape is (seq, batch, n_heads, d_head): you cut each vector into heads but did not move the dimensions. "
+     "Permute so that batch, then heads, come before the sequence",
+     lambda x, h: x.reshape(x.size(0), x.size(1), h, x.size(2) // h)),
+    ("you have (batch, seq, n_heads, d_head): batch is first, but the heads must also come before the sequence",
+     lambda x, h: x.reshape(x.size(0), x.size(1), h, x.size(2) // h).transpose(0, 1)),
+    ("you viewed x straight as (batch, n_heads, seq, d_head): a view only re-reads the numbers in memory order, "
+     "so rows mix features of different tokens. Cut the last dimension into (n_heads, d_head) with a view, then "
+     "permute", lambda x, h: x.reshape(x.size(1), h, x.size(0), x.size(2) // h)),
+    ("the shape is right but head and position are swapped inside each token: view the last dimension as "
+     "(n_heads, d_head), not (d_head, n_heads)",
+     lambda x, h: x.reshape(x.size(0), x.size(1), x.size(2) // h, h).permute(1, 3, 0, 2)),
 ]
 
 _MERGE_MISTAKES = [
-    ("you merged with a view/reshape but without transposing back: rows of the result mix pieces of different "
-     "tokens (the bug shown in the notebook). Transpose to (batch, seq, n_heads, d_head) first",
-     lambda x: x.reshape(x.size(0), x.size(2), x.size(1) * x.size(3))),
+    ("you merged with a view/reshape but without moving the dimensions back: rows of the result mix pieces of "
+     "different tokens (the bug shown in the notebook). Permute to (seq, batch, n_heads, d_head) first",
+     lambda x: x.reshape(x.size(2), x.size(0), x.size(1) * x.size(3))),
+    ("you merged back to batch first, (batch, seq, d_model), as in step 4; this layout is sequence first: the "
+     "result must be (seq, batch, d_model)", lambda x: x.transpose(1, 2).reshape(x.size(0), x.size(2), -1)),
 ]
 
 
 def _split_cases():
     g = torch.Generator().manual_seed(5)
-    return [
-        ("x of shape (2, 5, 8), n_heads=2", (torch.randn(2, 5, 8, generator=g), 2)),
-        ("x of shape (1, 3, 12), n_heads=3", (torch.randn(1, 3, 12, generator=g), 3)),
-        ("x of shape (3, 7, 16), n_heads=4", (torch.randn(3, 7, 16, generator=g), 4)),
-        ("x of shape (2, 4, 6), n_heads=1 (one big head)", (torch.randn(2, 4, 6, generator=g), 1)),
+    return [  # seq, batch and n_heads all differ, so a wrong order shows in the shape
+        ("x of shape (5, 2, 8) = (seq, batch, d_model), n_heads=4", (torch.randn(5, 2, 8, generator=g), 4)),
+        ("x of shape (3, 1, 12), n_heads=2", (torch.randn(3, 1, 12, generator=g), 2)),
+        ("x of shape (7, 3, 16), n_heads=4", (torch.randn(7, 3, 16, generator=g), 4)),
+        ("x of shape (4, 2, 6), n_heads=1 (one big head)", (torch.randn(4, 2, 6, generator=g), 1)),
     ]
 
 
@@ -70,7 +80,7 @@ def _explain(got, expected, mistakes, args) -> str:
 
 
 def check_split_merge(split_heads, merge_heads, quiet: bool = False):
-    """05.1: ``split_heads(x, n_heads)`` and ``merge_heads(x)`` equal course_lib's and undo each other."""
+    """05.1: sequence-first ``split_heads(x, n_heads)`` and ``merge_heads(x)`` are right and undo each other."""
     exercise = "05.1"
     cases = _split_cases()
     todo = "replace `raise NotImplementedError` in split_heads and merge_heads"
@@ -84,7 +94,7 @@ def check_split_merge(split_heads, merge_heads, quiet: bool = False):
             why = _explain(got, expected, _SPLIT_MISTAKES, (x, n_heads))
             return report(exercise, FAILED, f"split_heads on case '{description}': {why}.", quiet)
     for description, (x, n_heads) in cases:
-        # contiguous in the head layout, as the output of attention is: a transpose then breaks .view
+        # contiguous in the head layout, as the output of attention is: a permute then breaks .view
         heads = _reference_split(x, n_heads).contiguous()
         got, verdict = call_student(exercise, merge_heads, (heads,), case=description, who="merge_heads",
                                     todo=todo, quiet=True)
@@ -93,13 +103,13 @@ def check_split_merge(split_heads, merge_heads, quiet: bool = False):
         if verdict is not None:
             hint = ""
             if "view" in verdict.message or "contiguous" in verdict.message:
-                hint = (" After a transpose the tensor is not contiguous in memory: call .contiguous() before .view"
-                        " (or use .reshape). Do NOT drop the transpose to make the error go away.")
+                hint = (" After a permute the tensor is not contiguous in memory: call .contiguous() before .view"
+                        " (or use .reshape). Do NOT drop the permute to make the error go away.")
             return report(exercise, FAILED, f"{verdict.message.rstrip('.')}.{hint}", quiet)
         if describe_difference(got, x, atol=ATOL):
             why = _explain(got, x, _MERGE_MISTAKES, (heads,))
             return report(exercise, FAILED, f"merge_heads on case '{description}': {why}.", quiet)
-    return report(exercise, PASSED, f"split_heads and merge_heads agree with course_lib on all {len(cases)} cases, "
+    return report(exercise, PASSED, f"split_heads and merge_heads are right on all {len(cases)} sequence-first cases, "
                   "and merge_heads(split_heads(x)) gives back x.", quiet)
 
 

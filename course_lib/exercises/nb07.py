@@ -1,12 +1,13 @@
 """Exercise checks for notebook 07 (LayerNorm, residual connections and the feed-forward block).
 
-07.1 ``MyLayerNorm``: LayerNorm as an ``nn.Module`` with a learnable gain and shift.
+07.1 ``fold_layer_norm``: fold a LayerNorm's gain and shift into the linear layer that follows it.
 07.2 ``fixed_norm``: repair the articles' norm (unbiased std, eps outside the square root).
 07.3 the parameter count of the paper's feed-forward block (d_model 512, d_ff 2048).
 07.4 ``pre_norm_sublayer``: the pre-norm residual wrapper x + sublayer(norm(x)).
 
 Every checker compares with ``course_lib`` / ``nn.LayerNorm`` and names the typical mistake it
-recognises (wrong variance, eps in the wrong place, wrong dimension, post-norm instead of pre-norm).
+recognises (gamma on the wrong side of the weight, beta not passed through it, wrong variance, eps in the
+wrong place, wrong dimension, post-norm instead of pre-norm).
 """
 
 from __future__ import annotations
@@ -116,57 +117,97 @@ def _compare_norms(exercise, outputs, cases, quiet):
 
 
 # ----------------------------------------------------------------------------------------------
-# 07.1 LayerNorm as a module
+# 07.1 Fold the LayerNorm's gain and shift into the next linear layer
 # ----------------------------------------------------------------------------------------------
 
 
-def check_layer_norm_module(student_cls, quiet: bool = False):
-    """07.1: ``MyLayerNorm(d_model, eps=1e-5)`` equals ``nn.LayerNorm`` and can load its weights."""
+def reference_fold_layer_norm(norm: nn.LayerNorm, linear: nn.Linear) -> nn.Linear:
+    """W (gamma * x_hat + beta) + b = (W diag(gamma)) x_hat + (W beta + b), as a new ``nn.Linear``."""
+    folded = nn.Linear(linear.in_features, linear.out_features)
+    with torch.no_grad():
+        folded.weight.copy_(linear.weight * norm.weight)  # (d_out, d_in): column j times gamma_j
+        folded.bias.copy_(linear.weight @ norm.bias + linear.bias)
+    return folded
+
+
+# (message, (weight, bias) of a wrong fold from W, b, gamma, beta); the square cases tell them apart
+_FOLD_MISTAKES = [
+    ("the layer comes back unchanged: gamma and beta are not folded into it", lambda w, b, g, be: (w, b)),
+    ("beta is missing: the shift is part of the layer's input, so it changes the bias",
+     lambda w, b, g, be: (w * g, b)),
+    ("gamma is missing: the gain multiplies x_hat before the layer's weight does, so it belongs in the weight",
+     lambda w, b, g, be: (w, w @ be + b)),
+    ("gamma scales the wrong side of the weight: nn.Linear stores it as (out_features, in_features), and gamma "
+     "belongs to the input features", lambda w, b, g, be: (w * g[:, None], w @ be + b)),
+    ("beta joins the bias without passing through the weight; it is an input to the layer, like gamma * x_hat",
+     lambda w, b, g, be: (w * g, b + be)),
+    ("beta goes through the transposed weight: nn.Linear computes x @ W.T + b, check from which side beta is "
+     "multiplied", lambda w, b, g, be: (w * g, w.T @ be + b)),
+    ("the layer's own bias b has disappeared from the new bias", lambda w, b, g, be: (w * g, w @ be)),
+]
+
+
+def _fold_cases():
+    """(description, norm, linear, x): random gain, shift and weights, square, wider and narrower layers."""
+    cases = []
+    with torch.random.fork_rng(devices=[]):  # fixed cases without touching the notebook's random state
+        torch.manual_seed(17)
+        for description, d_in, d_out, eps in [
+            ("square: nn.LayerNorm(8), nn.Linear(8, 8)", 8, 8, 1e-5),
+            ("wider: nn.LayerNorm(6), nn.Linear(6, 10)", 6, 10, 1e-5),
+            ("narrower: nn.LayerNorm(12), nn.Linear(12, 4), eps 0.01", 12, 4, 1e-2),
+        ]:
+            norm, linear = nn.LayerNorm(d_in, eps=eps), nn.Linear(d_in, d_out)
+            with torch.no_grad():
+                norm.weight.normal_(1.0, 0.5)
+                norm.bias.normal_(0.0, 0.5)
+            cases.append((description, norm, linear, torch.randn(2, 5, d_in) * 3 + 1))
+    return cases
+
+
+def _state(*modules) -> list[torch.Tensor]:
+    return [p.detach().clone() for module in modules for p in module.parameters()]
+
+
+def check_fold_layer_norm(student_fn, quiet: bool = False):
+    """07.1: ``fold_layer_norm(norm, linear)`` returns a new ``nn.Linear`` with ``folded(x_hat) == linear(norm(x))``."""
     exercise = "07.1"
-    module, verdict = call_student(exercise, student_cls, (8,), who="MyLayerNorm(8)", quiet=quiet)
-    if verdict is not None:
-        return verdict
-    params = dict(module.named_parameters())
-    for name, init, what in (("weight", 1.0, "ones (the gain)"), ("bias", 0.0, "zeros (the shift)")):
-        if name not in params:
-            found = sorted(params) or "none"
-            return report(
-                exercise, FAILED,
-                f"no learnable parameter named '{name}' (found: {found}); create it with nn.Parameter so the "
-                "optimizer trains it, and use nn.LayerNorm's names 'weight' and 'bias'",
-                quiet,
-            )
-        p = params[name]
-        if tuple(p.shape) != (8,):
-            return report(exercise, FAILED, f"'{name}' must have shape (d_model,) = (8,), got {tuple(p.shape)}", quiet)
-        if not torch.all(p.detach() == init):
-            return report(exercise, FAILED, f"'{name}' must start as {what}, so a new LayerNorm only normalises", quiet)
-    if getattr(module, "eps", None) != 1e-5:
-        return report(exercise, FAILED, f"store eps as self.eps (default 1e-5), got {getattr(module, 'eps', None)!r}",
-                      quiet)
-    cases = _norm_cases()
-    outputs = []
-    for description, x, weight, bias, eps in cases:
-        reference = nn.LayerNorm(x.size(-1), eps=eps).double()
-        with torch.no_grad():
-            reference.weight.copy_(weight)
-            reference.bias.copy_(bias)
-
-        def run(x=x, eps=eps, reference=reference):
-            mine = student_cls(x.size(-1), eps=eps).double()
-            mine.load_state_dict(reference.state_dict())
-            return mine(x)
-
-        got, verdict = call_student(exercise, run, case=description, who="your module",
-                                    todo="replace `raise NotImplementedError` in forward with your code", quiet=quiet)
+    cases = _fold_cases()
+    for description, norm, linear, x in cases:
+        before = _state(norm, linear)
+        with torch.random.fork_rng(devices=[]):  # the student's new nn.Linear draws random numbers
+            folded, verdict = call_student(exercise, student_fn, (norm, linear), case=description, quiet=quiet)
         if verdict is not None:
             return verdict
-        outputs.append(got)
-    failure = _compare_norms(exercise, outputs, cases, quiet)
-    if failure is not None:
-        return failure
-    return report(exercise, PASSED, "your module loads nn.LayerNorm's weights and gives the same output on all 4 cases "
-                  "(including short feature vectors and tiny variance).", quiet)
+        if not all(torch.equal(a, b) for a, b in zip(before, _state(norm, linear), strict=True)):
+            return report(exercise, FAILED, f"on case '{description}': your function changed the norm or the layer "
+                          "it was given; build a new nn.Linear and leave those two as they are.", quiet)
+        if not isinstance(folded, nn.Linear):
+            return report(exercise, FAILED, f"return a new nn.Linear, got {type(folded).__name__}.", quiet)
+        if folded is linear:
+            return report(exercise, FAILED, f"on case '{description}': {_FOLD_MISTAKES[0][0]}.", quiet)
+        with torch.no_grad():
+            x_hat = nn.functional.layer_norm(x, x.shape[-1:], eps=norm.eps)  # normalised, no gain and shift
+            expected = linear(norm(x))  # (batch, seq, d_out)
+            got, verdict = call_student(exercise, folded, (x_hat,), case=description, who="your folded layer",
+                                        quiet=quiet)
+            if verdict is not None:
+                return verdict
+            difference = describe_difference(got, expected, atol=1e-4, rtol=1e-4)
+            if difference is None:
+                continue
+            w, b, g, be = linear.weight, linear.bias, norm.weight, norm.bias
+            for message, wrong in _FOLD_MISTAKES:
+                try:
+                    weight, bias = wrong(w, b, g, be)
+                    if describe_difference(got, x_hat @ weight.T + bias, atol=1e-4, rtol=1e-4) is None:
+                        return report(exercise, FAILED, f"on case '{description}': {message}.", quiet)
+                except RuntimeError:  # a mistake whose shapes only fit square layers
+                    continue
+        return report(exercise, FAILED, f"on case '{description}', folded(x_hat) differs from linear(norm(x)): "
+                      f"{difference}.", quiet)
+    return report(exercise, PASSED, f"folded(x_hat) equals linear(norm(x)) in all {len(cases)} cases (square, wider "
+                  "and narrower layers), and the given norm and layer are untouched.", quiet)
 
 
 # ----------------------------------------------------------------------------------------------

@@ -10,11 +10,11 @@ from hidden_tests import VALUE, call, check_value, expect, generator, hidden_tes
 @hidden_test("check_split_merge", "05.1", points=3)
 def split_merge(split_heads, merge_heads):
     g = generator(50_001)
-    for batch, seq, d_model, n_heads in [(4, 3, 10, 5), (1, 9, 24, 6), (2, 1, 8, 8), (3, 5, 20, 2)]:
-        case = f"x of shape {(batch, seq, d_model)}, n_heads={n_heads}"
-        x = torch.randn(batch, seq, d_model, generator=g)
+    for seq, batch, d_model, n_heads in [(4, 3, 10, 5), (9, 1, 24, 6), (1, 2, 8, 8), (3, 5, 20, 2), (6, 6, 12, 3)]:
+        case = f"x of shape {(seq, batch, d_model)} (sequence first), n_heads={n_heads}"
+        x = torch.randn(seq, batch, d_model, generator=g)
         d_head = d_model // n_heads
-        expected = x.reshape(batch, seq, n_heads, d_head).permute(0, 2, 1, 3)  # (batch, n_heads, seq, d_head)
+        expected = x.reshape(seq, batch, n_heads, d_head).permute(1, 2, 0, 3)  # (batch, n_heads, seq, d_head)
         split = call("05.1", split_heads, case, x.clone(), n_heads)
         expect("05.1", "split_heads, " + case, split, expected)
         merged = call("05.1", merge_heads, case, expected.clone())

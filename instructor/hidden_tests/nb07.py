@@ -36,27 +36,43 @@ def _layer_norm(x, weight, bias, eps):
     return (x - mean) / torch.sqrt(var + eps) * weight + bias
 
 
-@hidden_test("check_layer_norm_module", "07.1", points=3, rules=Rules(forbid=(NO_LAYER_NORM,), stated=IMPLIED))
-def layer_norm_module(student_cls):
-    module = call("07.1", student_cls, "MyLayerNorm(5)", 5)
-    params = dict(module.named_parameters())
-    for name, init in (("weight", 1.0), ("bias", 0.0)):
-        if name not in params or tuple(params[name].shape) != (5,) or not torch.all(params[name].detach() == init):
-            raise AssertionError(f"Exercise 07.1: MyLayerNorm(5) needs a learnable '{name}' of shape (5,) "
-                                 f"starting at {init:g}.")
-    for case, x, weight, bias, eps in _norm_cases(70_001):
-        reference = nn.LayerNorm(x.size(-1), eps=eps).double()
+def _fold_cases():
+    """(case, norm, linear, x): nn.LayerNorm with learned-looking gain and shift, then an nn.Linear."""
+    cases = []
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(70_001)
+        for case, d_in, d_out, eps in [
+            ("nn.LayerNorm(5), nn.Linear(5, 5)", 5, 5, 1e-5),
+            ("nn.LayerNorm(7), nn.Linear(7, 3)", 7, 3, 1e-5),
+            ("nn.LayerNorm(4, eps=0.1), nn.Linear(4, 9)", 4, 9, 0.1),
+        ]:
+            norm, linear = nn.LayerNorm(d_in, eps=eps), nn.Linear(d_in, d_out)
+            with torch.no_grad():
+                norm.weight.normal_(1.0, 0.7)
+                norm.bias.normal_(0.0, 0.7)
+                linear.bias.normal_(0.0, 1.0)
+            cases.append((case, norm, linear, torch.randn(3, 4, d_in) * 5 - 2))
+    return cases
+
+
+@hidden_test("check_fold_layer_norm", "07.1", points=3)
+def fold_layer_norm(student_fn):
+    for case, norm, linear, x in _fold_cases():
+        before = [p.detach().clone() for module in (norm, linear) for p in module.parameters()]
+        with torch.random.fork_rng(devices=[]):
+            folded = call("07.1", student_fn, case, norm, linear)
+        after = [p.detach() for module in (norm, linear) for p in module.parameters()]
+        if not all(torch.equal(a, b) for a, b in zip(before, after, strict=True)):
+            raise AssertionError("Exercise 07.1: fold_layer_norm changed the norm or the layer it was given; "
+                                 "return a new nn.Linear.")
+        if not isinstance(folded, nn.Linear):
+            raise AssertionError(f"Exercise 07.1: return a new nn.Linear, got {type(folded).__name__}.")
         with torch.no_grad():
-            reference.weight.copy_(weight)
-            reference.bias.copy_(bias)
-        mine = call("07.1", student_cls, case, x.size(-1), eps=eps).double()
-        try:
-            mine.load_state_dict(reference.state_dict())
-        except Exception as exc:
-            raise AssertionError(f"Exercise 07.1: cannot load nn.LayerNorm's weights: {exc}") from None
-        with torch.no_grad():
-            got = call("07.1", mine, case, x.clone())
-        expect("07.1", case, got, _layer_norm(x, weight, bias, eps), atol=1e-6)
+            mean = x.mean(dim=-1, keepdim=True)
+            x_hat = (x - mean) / torch.sqrt(((x - mean) ** 2).mean(dim=-1, keepdim=True) + norm.eps)  # no gain, shift
+            expected = (x_hat * norm.weight + norm.bias) @ linear.weight.T + linear.bias  # linear(norm(x))
+            got = call("07.1", folded, case, x_hat)
+        expect("07.1", case, got, expected, atol=1e-4)
 
 
 @hidden_test("check_fixed_norm", "07.2", points=2, rules=Rules(forbid=(NO_LAYER_NORM,),

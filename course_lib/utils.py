@@ -47,3 +47,25 @@ def configure_threads(num_threads: int | None = None) -> int:
         raise ValueError(f"num_threads must be >= 1, got {num_threads}")
     torch.set_num_threads(num_threads)
     return num_threads
+
+
+def keeps_random_state(function):
+    """Decorate ``function`` so that it leaves Python's, NumPy's and PyTorch's random generators as it found them.
+
+    The checks of a student's part (contracts, the bug finder) seed and draw random numbers; run from a
+    notebook cell, they would otherwise change every random number of the cells below, so that what a
+    student sees would depend on how their part happens to use the generator.
+    """
+    import functools
+
+    @functools.wraps(function)
+    def wrapper(*args, **kwargs):
+        python_state, numpy_state = random.getstate(), np.random.get_state()
+        with torch.random.fork_rng(devices=[]):
+            try:
+                return function(*args, **kwargs)
+            finally:
+                random.setstate(python_state)
+                np.random.set_state(numpy_state)
+
+    return wrapper

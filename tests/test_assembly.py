@@ -405,3 +405,30 @@ def test_a_students_embedding_can_share_its_matrix_with_the_output_layer():
     shared = [p for p in model.decoder.embedding.parameters() if p is model.generator.weight]
     assert len(shared) == 1 and tuple(shared[0].shape) == (19, 16)
     assert model.num_parameters() == Transformer(config).num_parameters()  # the tied matrix counted once
+
+
+def test_checking_a_part_leaves_the_notebooks_random_numbers_alone(tmp_path):
+    """A %%my_part cell and the bug finder seed and draw random numbers; the cells below must not notice."""
+    import random
+
+    import numpy as np
+
+    from course_lib.student.bug_finder import compare_with_course
+    from course_lib.student.magic import keep_part
+
+    torch.manual_seed(123)
+    random.seed(123)
+    np.random.seed(123)
+    expected = (torch.rand(3), random.random(), np.random.rand())
+    torch.manual_seed(123)
+    random.seed(123)
+    np.random.seed(123)
+    keep_part("feed_forward", "class FeedForward(nn.Module):\n    def __init__(self, d_model, d_ff):\n"
+              "        super().__init__()\n        self.linear1 = nn.Linear(d_model, d_ff)\n"
+              "        self.linear2 = nn.Linear(d_ff, d_model)\n\n    def forward(self, x):\n"
+              "        return self.linear2(torch.relu(self.linear1(x)))\n", tmp_path)
+    from course_lib.layers import PositionwiseFeedForward
+
+    assert compare_with_course("feed_forward", PositionwiseFeedForward).ok
+    got = (torch.rand(3), random.random(), np.random.rand())
+    assert torch.equal(got[0], expected[0]) and got[1:] == expected[1:]

@@ -30,6 +30,7 @@ from ..loading import make_eval_loader, make_train_loader
 from ..losses import LabelSmoothingLoss
 from ..model import TransformerConfig
 from ..training import TrainConfig, evaluate_loss, train
+from ..utils import keeps_random_state
 from .assembly import build_transformer
 from .compare import compare_part
 from .contracts import PART_NAMES, PartContractError, check_part
@@ -86,6 +87,7 @@ def _likely_cause(name: str, part, norm_first: bool) -> str:
     return ""
 
 
+@keeps_random_state
 def compare_with_course(name: str, part, norm_first: bool = False) -> Finding:
     """Stage 1 for one part: its contract, then its numbers against course_lib's (:mod:`course_lib.student.compare`).
 
@@ -172,6 +174,7 @@ def _describe(run: tuple[float, float]) -> str:
     return f"validation loss {run[0]:.3f}, {run[1] - run[0]:.3f} higher with the wrong German sentence"
 
 
+@keeps_random_state
 def find_my_bug(parts: Mapping[str, object], train_steps: int = 150, tolerance: float = 0.3) -> Diagnosis:
     """Name the faulty part(s) among ``parts``, with the evidence.
 

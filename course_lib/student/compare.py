@@ -50,6 +50,7 @@ from ..probing import (
     linear_units,
     owned_parameters,
 )
+from ..utils import keeps_random_state
 
 D_MODEL, N_HEADS, D_FF, VOCAB, MAX_LEN = 16, 4, 24, 50, 40
 
@@ -835,6 +836,7 @@ COMPARE: dict[str, Callable] = {
 }
 
 
+@keeps_random_state
 def compare_part(name: str, part, norm_first: bool = False) -> Verdict:
     """Compare one part with its twin (see the module docstring); ``ok`` is None when it cannot be matched."""
     torch.manual_seed(0)

@@ -41,6 +41,7 @@ import torch
 from torch import nn
 
 from ..builders import PART_NAMES
+from ..utils import keeps_random_state
 
 
 @dataclass(frozen=True)
@@ -334,6 +335,7 @@ _CHECKS = {
 }
 
 
+@keeps_random_state
 def check_part(name: str, part, norm_first: bool = False) -> None:
     """Run ``part`` on small probes and raise :class:`PartContractError` if it breaks its contract.
 
@@ -353,6 +355,7 @@ def check_part(name: str, part, norm_first: bool = False) -> None:
         _CHECKS[name](part)
 
 
+@keeps_random_state
 def check_parts(parts: dict, norm_first: bool = False) -> None:
     """Check every supplied part (see :func:`check_part`); unknown names are an error."""
     unknown = sorted(set(parts) - set(PART_NAMES))

@@ -22,11 +22,13 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from ..utils import keeps_random_state
 from .bug_finder import Finding, compare_with_course
 from .contracts import PARTS, PartContractError, check_part
 from .package import MY_PACKAGE, import_saved, load_my_parts, module_names, part_file, save_part
 
 
+@keeps_random_state
 def keep_part(module: str, source: str, directory: str | Path = ".", package: str = MY_PACKAGE) -> list[str]:
     """Save ``source`` as the student's ``module``, import it as a module and check its contract.
 

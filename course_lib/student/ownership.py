@@ -29,6 +29,7 @@ from pathlib import Path
 import torch
 
 from ..model import Transformer, TransformerConfig
+from ..utils import keeps_random_state
 from .contracts import PARTS
 from .package import MY_PACKAGE
 
@@ -70,6 +71,7 @@ def _source_file(obj) -> Path | None:
     return Path(found).resolve() if found else None
 
 
+@keeps_random_state
 def traced_files(parts: Mapping[str, object]) -> set[str] | None:
     """Files whose Python code ran while a small ``Transformer(config, parts)`` was built and run forward.
 

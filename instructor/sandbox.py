@@ -8,7 +8,9 @@ With bubblewrap (``bwrap``) the kernel sees only:
 * ``course_lib/`` and ``data/`` of this repository, read-only (the notebooks import and read them);
 * its private working folder (a temporary copy of the notebook), writable;
 * the folder of its own kernel sockets (Unix sockets: the kernel has no network at all), writable;
-* a private ``/tmp``, ``/proc`` of its own process namespace and a minimal ``/dev``.
+* a private ``/tmp``, ``/proc`` of its own process namespace and a minimal ``/dev`` (when the repository
+  lies under ``/tmp``, the folders around its read-only parts are on that private ``/tmp``: a write there
+  stays in the sandbox and disappears with it);
 
 Not visible: ``instructor/`` (hidden tests), ``notebooks/``, ``build/`` (the gradebook), the submissions
 folder and the instructor's home. It runs in new user, PID, IPC, UTS, cgroup and network namespaces, as

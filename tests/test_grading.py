@@ -80,7 +80,12 @@ def test_student_code_cannot_read_hidden_tests_list_or_write(graded):
     printed = "".join(o.get("text", "") for c in nb.cells if c.cell_type == "code" for o in c.get("outputs", [])
                       if o.output_type == "stream")
     assert "cannot list the submissions" in printed  # the attack cell ran
-    assert "HIDDEN SOURCE" not in printed and "WROTE" not in printed
+    assert "HIDDEN SOURCE" not in printed
+    # A write may succeed only inside the sandbox's private, throw-away space (when the repository lies under
+    # /tmp, its path inside the sandbox is on the sandbox's own /tmp): nothing it wrote exists outside.
+    for line in printed.splitlines():
+        if line.startswith("WROTE "):
+            assert not Path(line.removeprefix("WROTE ")).exists(), f"the student's code wrote outside its sandbox: {line}"
     assert not (ROOT / "instructor" / "hidden_tests" / "pwned.py").exists()
     assert not (graded["subs"] / "pwned.txt").exists() and not (ROOT / "pwned.txt").exists()
 

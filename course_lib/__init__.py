@@ -17,6 +17,7 @@ the one here; later notebooks import the finished piece. Modules:
 - ``losses``, ``schedule``, ``training``: label smoothing, the warm-up schedule, the training loop
 - ``recipe``: the training recipe that scales schedule, batching, dropout, tied output matrix and ``min_freq``
   with the model and corpus
+- ``sweeps``: short learning-rate sweeps across widths (notebook 14)
 - ``decoding``, ``evaluation``, ``checkpoint``: greedy and beam search, BLEU, safe checkpoints
 - ``distributed``: DistributedDataParallel helpers (``torchrun``)
 - ``train``, ``translate``: the command lines (``python -m course_lib.train`` / ``.translate``)

@@ -204,3 +204,18 @@ def test_collect_canvas_keeps_late_marker_out_of_the_id(tmp_path):
 def test_max_total_counts_every_exercise_of_the_assigned_notebooks():
     specs = grade.course_exercises(["04_attention", "06_masking"])
     assert sum(s.points for s in specs) == 10
+
+
+def test_a_seeded_hidden_case_draws_the_same_numbers_in_the_sandbox(tmp_path):
+    """08.2's training-mode case seeds the generator before calling the student's layer and again before the
+    reference: the grader's random state travels with the call into the kernel and back, so the right answer
+    earns every case (without it, dropout drew different numbers in the kernel and the case failed)."""
+    stem = "08_encoder"
+    student_edition.kernel_environment()
+    edition, _ = student_edition.build_student_edition([ROOT / "notebooks" / f"{stem}.ipynb"], tmp_path / "build")
+    subs = tmp_path / "submissions"
+    make_submission(ROOT / "notebooks" / f"{stem}.ipynb", edition / f"{stem}.ipynb", "right",
+                    subs / "right" / f"{stem}.ipynb")
+    grade.grade(subs, tmp_path / "out", jobs=1, limits=LIMITS)
+    long = {row["exercise"]: row for row in csv.DictReader((tmp_path / "out" / "grades_long.csv").open())}
+    assert long["08.2"]["status"] == "passed" and float(long["08.2"]["points"]) == 3.0, long["08.2"]

@@ -250,3 +250,10 @@ def test_the_recipe_docstring_s_claim_about_the_sweep_holds_in_the_results_files
         rows = [row for row in report.sweep_rows(runs, size) if "untied" not in row[0]]
         assert len(rows) == 3, f"{size}: the sweep needs the recipe's peak, x0.5 and x2 (found {[r[0] for r in rows]})"
         assert "the recipe's own setting is best" in report.sweep_verdict(rows), report.sweep_verdict(rows)
+    # "The tying rule is NOT confirmed on validation: its first untied run scored higher after 4 epochs than the
+    # tied recipe on the same seed."
+    assert "The tying rule is NOT confirmed on validation" in " ".join(course_lib.recipe.__doc__.split())
+    rows = report.sweep_rows(runs, "tutorial")
+    recipe = {r["seed"]: report.metric(r, 4, "valid") for r in rows[0][3]}
+    untied = next(records for setting, _, _, records in rows if "untied" in setting)
+    assert report.metric(untied[0], 4, "valid") > recipe[untied[0]["seed"]]

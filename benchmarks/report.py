@@ -314,7 +314,11 @@ def sweep_verdict(rows) -> str:
         spread = max(means[best]["sd"], means[recipe]["sd"])
         within = ("within one standard deviation of the seeds" if len(common) > 1 and gap <= spread else
                   "beyond one standard deviation of the seeds" if len(common) > 1 else "one seed cannot tell")
-        verdict = f"{best} is best, {gap:.1f} above the recipe's setting ({within})"
+        per_seed = {setting: {r["seed"]: metric(r, SWEEP_EPOCH, "valid") for r in records}
+                    for setting, _, _, records in rows if setting in (best, recipe)}
+        paired = ", ".join(f"{per_seed[best][s] - per_seed[recipe][s]:+.1f}" for s in common)
+        verdict = (f"{best} is best, {gap:.1f} above the recipe's setting ({within}; "
+                   f"seed by seed {paired})")
     return f"{where}, validation BLEU after epoch {SWEEP_EPOCH}: {listing}; {verdict}."
 
 

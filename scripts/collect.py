@@ -8,7 +8,8 @@ Reads a learning platform's export (a .zip archive or a folder) and writes
 in the spirit of nbgrader's ``zip_collect``: a regular expression with named groups reads each file's
 path in the export. Built-in patterns (``--format``):
 
-* ``moodle``: ``Ada Lovelace_12345_assignsubmission_file_/04_attention.ipynb`` (the name, the user id);
+* ``moodle``: ``Ada Lovelace_12345_assignsubmission_file_/04_attention.ipynb`` (the name, the user id;
+  a name may itself contain ``_``: the user id is the last number before ``_assignsubmission``);
 * ``canvas``: ``lovelaceada_LATE_12345_67890_04_attention-1.ipynb`` (login, late marker, user id,
   submission id, the file name; Canvas adds ``-1``, ``-2`` to re-submissions);
 * ``folders``: ``alice/04_attention.ipynb`` or ``alice_04_attention.ipynb`` (the id before the notebook's name);
@@ -43,7 +44,7 @@ from pathlib import Path, PurePosixPath
 ROOT = Path(__file__).resolve().parent.parent
 NOT_ID = re.compile(r"[^A-Za-z0-9_.-]+")
 PATTERNS = {
-    "moodle": r"^(?:.*/)?(?P<name>[^/_]+)_(?P<platform_id>\d+)_assignsubmission_file_/(?P<file>[^/]+)$",
+    "moodle": r"^(?:.*/)?(?P<name>[^/]+)_(?P<platform_id>\d+)_assignsubmission_file_/(?P<file>[^/]+)$",
     "canvas": r"^(?P<student>[a-z0-9]+)_(?:(?P<late>LATE)_)?(?P<platform_id>\d+)_\d+_(?P<file>[^/]+)$",
     "folders": r"^(?:(?P<student>[^/]+)/(?P<file>[^/]+)|(?P<prefix>[^/]+))$",
 }

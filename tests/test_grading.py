@@ -178,14 +178,18 @@ def test_collect_moodle_with_roster(tmp_path):
         zf.writestr("Ada Lovelace_1001_assignsubmission_file_/my copy (1).ipynb",
                     _notebook_json("hidden_nb06_check_decoder_mask"))
         zf.writestr("Alan Turing_1002_assignsubmission_file_/notes.txt", "not a notebook")
+        zf.writestr("Mary_Ann O'Neil_2_1004_assignsubmission_file_/04_attention.ipynb", _notebook_json())
     roster = tmp_path / "roster.csv"
-    roster.write_text("platform_id,name,student\n1001,Ada Lovelace,ada\n1002,Alan Turing,alan\n1003,Grace Hopper,grace\n")
+    roster.write_text("platform_id,name,student\n1001,Ada Lovelace,ada\n1002,Alan Turing,alan\n1003,Grace Hopper,grace\n"
+                      "1004,Mary_Ann O'Neil_2,maryann\n")
     entries = collect.collect(archive, tmp_path / "subs", roster_path=roster)
     assert sorted(entries["ada"].notebooks) == ["04_attention", "06_masking"], "a renamed notebook is matched"
     assert entries["ada"].platform_id == "1001"
     assert not entries["grace"].notebooks and not entries["alan"].notebooks  # on the roster, handed in nothing
     manifest = _rows(tmp_path / "subs" / "manifest.csv")
     assert manifest["grace"]["platform_id"] == "1003" and manifest["grace"]["notebooks"] == ""
+    assert entries["maryann"].platform_id == "1004" and sorted(entries["maryann"].notebooks) == ["04_attention"], \
+        "a name with underscores and digits keeps its user id (the last number before _assignsubmission)"
 
 
 def test_collect_canvas_keeps_late_marker_out_of_the_id(tmp_path):

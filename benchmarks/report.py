@@ -145,6 +145,14 @@ def run_header(run: str, pipelines: dict[str, list[dict]]) -> str:
         done = ", ".join(map(str, seeds[p])) or "none"
         extra = "; unfinished: " + ", ".join(f"seed {s} after {n} epochs" for s, n in partial[p]) if partial[p] else ""
         lines.append(f"- {PIPELINE_NAMES.get(p, p)}: {rs[0]['parameters']:,} parameters; seeds finished: {done}{extra}.")
+    if len(pipelines) > 1:
+        together = sorted({r["seed"] for rs in pipelines.values() for r in complete(rs)
+                           if all(interleaved(r, o) for o in pipelines if o != r["pipeline"])})
+        alone = sorted({r["seed"] for rs in pipelines.values() for r in complete(rs)} - set(together))
+        lines += ["", f"Seeds {', '.join(map(str, together)) or 'none'}: the pipelines trained interleaved, epoch by "
+                  "epoch, in one process." + (f" Seed{'s' if len(alone) > 1 else ''} {', '.join(map(str, alone))}: each "
+                  "pipeline ran on its own (other times and commits); its BLEU does not depend on this (every "
+                  "pipeline keeps its own random state), its seconds do not compare." if alone else "")]
     return "\n".join(lines) + "\n"
 
 
@@ -187,6 +195,12 @@ def final_table(pipelines: dict[str, list[dict]]) -> str:
     return "\n".join(lines) + "\n"
 
 
+TEST_CAVEAT = ("The course recipe's constants were first chosen in single runs scored on this test split (those "
+               "figures are withdrawn); the validation sweep (`benchmarks/recipe_sweep.py`) re-checks its peak and its "
+               "tied output layer, but "
+               "the course recipe's test figures are not fully held out and may be slightly optimistic.")
+
+
 def time_table(pipelines: dict[str, list[dict]]) -> str:
     """Training seconds per epoch, and each pipeline's test score within another's total training time
     (same seed, same interleaved run): the comparison at equal wall-clock time, not only at equal epochs."""
@@ -209,9 +223,17 @@ def time_table(pipelines: dict[str, list[dict]]) -> str:
             budgets = {r["seed"]: cumulative_seconds(r)[-1] for r in complete(pipelines[b])
                        if b == p or interleaved(r, p)}
             same = [r for r in rs if r["seed"] in budgets and (b == p or interleaved(r, b))]
-            cells.append(fmt(summary([score_at_time(r, budgets[r["seed"]]) for r in same])) if same else "—")
+            seeds = "" if len(same) == len(rs) else f"; seed{'s' if len(same) > 1 else ''} {', '.join(str(r['seed']) for r in same)}"
+            cells.append(fmt(summary([score_at_time(r, budgets[r["seed"]]) for r in same])) + seeds if same else "—")
         lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines) + "\n"
+
+
+COMPARED = {
+    ("course", "classic"): "they differ in implementation and in recipe: words, output layer, batches, schedule, "
+                           "weight averaging",
+    ("course", "torch_recipe"): "same recipe, words and batches; nn.Transformer adds a final LayerNorm to each stack",
+}
 
 
 def comparison(pipelines: dict[str, list[dict]], a: str = "course", b: str = "classic") -> str:
@@ -227,9 +249,18 @@ def comparison(pipelines: dict[str, list[dict]], a: str = "course", b: str = "cl
     ahead = [e for e, (x, y) in enumerate(means, 1) if x > y]
     lead_from = next((e for e in range(1, last + 1) if all(k in ahead for k in range(e, last + 1))), None)
     diff = means[-1][0] - means[-1][1]
+    by_seed = {r["seed"]: r for r in rb}
+    gaps = [metric(r, last, "test") - metric(by_seed[r["seed"]], last, "test") for r in ra]
+    valid = (summary([metric(r, last, "valid") for r in ra])["mean"]
+             - summary([metric(r, last, "valid") for r in rb])["mean"])
     where = f"ahead after every epoch from epoch {lead_from} on" if lead_from else "not ahead at the last epoch"
-    return (f"After epoch {last}, {PIPELINE_SHORT[a]} minus {PIPELINE_SHORT[b]}: {diff:+.1f} lower-cased test BLEU "
-            f"(means over the {len(ra)} seed{'s' if len(ra) > 1 else ''} both finished); {PIPELINE_SHORT[a]} is {where}.")
+    if len(gaps) > 1 and not (all(g > 0 for g in gaps) or all(g < 0 for g in gaps)):
+        verdict = "the seeds disagree in sign, so no difference is established"
+    else:
+        verdict = f"{PIPELINE_SHORT[a]} is {where}"
+    return (f"After epoch {last}, {PIPELINE_SHORT[a]} minus {PIPELINE_SHORT[b]} ({COMPARED.get((a, b), 'see the table')}): "
+            f"{diff:+.1f} lower-cased test BLEU (means over the {len(ra)} seed{'s' if len(ra) > 1 else ''} both finished; "
+            f"seed by seed {', '.join(f'{g:+.1f}' for g in gaps)}; on validation {valid:+.1f}); {verdict}.")
 
 
 def render_run(run: str, pipelines: dict[str, list[dict]]) -> str:
@@ -350,8 +381,10 @@ def render_sweep(runs) -> str:
              "(never on test). `default` is the recipe's anchor (`d_model` 64, 2+2 layers, a 4-epoch schedule); "
              f"`tutorial` is `d_model` 256 with 3+3 layers, a 10-epoch schedule stopped after epoch {SWEEP_EPOCH}. "
              "The recipe's row is the first epochs of the run of the same name (same flags and seeds). If the "
-             "recipe's peak is best at both widths, the width rule (peak ~ 1/`d_model`) holds within a factor of 2 "
-             f"from 64 to 256. A {SWEEP_EPOCH}-epoch horizon favours fast early learning (higher peaks); the "
+             "recipe's peak is best at both sizes, the recipe's combined rule (width and depth factors, with the warm-up, "
+             "dropout and tying that come with them) holds within a factor of 2 at these two configurations; it does "
+             "not isolate the width exponent (the sizes also differ in depth, dropout, tying and warm-up; peak x2 at "
+             f"256 is what a 1/sqrt(`d_model`) rule would give). A {SWEEP_EPOCH}-epoch horizon favours fast early learning (higher peaks); the "
              "optimum of a 10-epoch run may lie lower.", ""]
     found = False
     for size in ("default", "tutorial"):
@@ -381,14 +414,14 @@ def render_benchmarks_readme(runs) -> str:
            "sacreBLEU signatures). `tests/test_real_data_benchmark.py` fails when this page, the README's",
            "real-data block or notebook 14's disagree with those files.", "",
            "## Real data: `benchmarks/real_data.py`", "",
-           "Three pipelines trained interleaved, epoch by epoch, on the same files and threads "
-           "(`benchmarks/pipelines.py`). What differs between them:", "", DIFFERENCES,
-           "`course` vs `nn.Transformer + course recipe` measures the implementation; `nn.Transformer + course "
-           "recipe` vs `classic recipe` measures the recipe. The classic recipe outputs lower-cased words, so only "
+           "Three pipelines trained on the same files and threads, interleaved epoch by epoch in one process where "
+           "a run's header says so (`benchmarks/pipelines.py`). What differs between them:", "", DIFFERENCES,
+           "`course` vs `nn.Transformer + course recipe` measures the implementation (and `nn.Transformer`'s extra "
+           "final LayerNorm per stack); `nn.Transformer + course recipe` vs `classic recipe` measures the recipe. The classic recipe outputs lower-cased words, so only "
            "lower-cased scores compare all three. BLEU: greedy output, detokenized, `<unk>` kept, against the raw "
            "reference lines (`course_lib.evaluation.score_outputs`); the tokenized lower-cased column is computed "
            "the way published Multi30k figures are. Best epochs are chosen on `val`; `test_2016_flickr` is "
-           "reported for them and for the last epoch.", "",
+           "reported for them and for the last epoch. " + TEST_CAVEAT, "",
            "Figures from before these results files (single runs, read off the test split, some with an older "
            "initialisation) were withdrawn from the README and notebook 14; they are in the git history "
            "(commit 617f3d6 and before).", ""]
@@ -472,10 +505,12 @@ def headline(runs, audience: str) -> str:
     seconds = {name: [row["train_seconds"] for r in complete(runs.get(name, {}).get("course", [])) for row in r["epochs"]]
                for name in ("tutorial", "default")}
     if all(seconds.values()):
+        spread = max(max(v) / min(v) for v in seconds.values())
         lines += ["", f"Training time on 2 threads of a shared 2-core machine (the course pipeline, mean over every "
                   f"epoch of every seed): {statistics.fmean(seconds['tutorial']):.0f} s per epoch at the tutorial "
                   f"size, {statistics.fmean(seconds['default']):.0f} s for the default model (evaluation not "
-                  "included; the machine's speed varies up to 2x from day to day)."]
+                  f"included; the slowest of these epochs took {spread:.1f}x as long as the fastest of the same size, "
+                  "when other work shared the machine)."]
     if audience == "readme" and any(is_sweep(run) for run in runs):
         lines += ["", "The recipe's peak (and at the tutorial size its tied output layer) re-checked on the validation "
                   "split (`benchmarks/recipe_sweep.py`, 4-epoch runs; the test split is not used):", "", sweep_sentences(runs).rstrip("\n")]
@@ -485,12 +520,13 @@ def headline(runs, audience: str) -> str:
              "[benchmarks/README.md](benchmarks/README.md).") if audience == "readme" else (
              "Per-epoch tables and training times: `benchmarks/README.md` in the course repository.")
     lines += ["", "Mean ± s.d. (min–max) over the seeds that finished; the best epoch is chosen on the validation "
-              "split. " + where]
+              "split. " + TEST_CAVEAT + " " + where]
     return "\n".join(lines) + "\n"
 
 
-def corpus_blocks() -> dict[str, str]:
-    """Notebook 14's sentences and table about the corpus, from ``benchmarks/results/corpus_facts/multi30k.json``."""
+def corpus_blocks(runs=None) -> dict[str, str]:
+    """Notebook 14's sentences and table about the corpus, from ``benchmarks/results/corpus_facts/multi30k.json``
+    (and, for the model sizes and seconds per epoch, the ``default`` and ``tutorial`` runs in ``runs``)."""
     path = RESULTS.parent / "corpus_facts" / "multi30k.json"
     if not path.is_file():
         missing = "(run `benchmarks/corpus_facts.py`: no results file yet)\n"
@@ -500,6 +536,10 @@ def corpus_blocks() -> dict[str, str]:
     pct = lambda x: f"{100 * x:.0f}%"  # noqa: E731
     unk = words["unknown"]["test"]
     toy_unk = toy["words_min_freq_1"]["unknown_test"]
+    course_runs = {name: complete((runs or {}).get(name, {}).get("course", [])) for name in ("default", "tutorial")}
+    default_params = course_runs["default"][0]["parameters"] if course_runs["default"] else None
+    seconds = {name: statistics.fmean(row["train_seconds"] for r in rs for row in r["epochs"])
+               for name, rs in course_runs.items() if rs}
     blocks = {"nb14-corpus": (
         "| | toy corpus | Multi30k |\n|---|---|---|\n"
         f"| training pairs | {toy['train_pairs']:,} | {f['train_pairs']:,} |\n"
@@ -509,9 +549,12 @@ def corpus_blocks() -> dict[str, str]:
         f"{toy['words_min_freq_1']['vocab']['tgt']:,} | {words['vocab']['src']:,} / {words['vocab']['tgt']:,} |\n"
         f"| test tokens that become `<unk>` (German / English) | {100 * toy_unk['src']:.1f}% / {100 * toy_unk['tgt']:.1f}% | "
         f"{100 * unk['src']:.1f}% / {100 * unk['tgt']:.1f}% |\n"
-        f"| a model size that trains well on it | {toy['default_model_parameters'] / 1e6:.1f} M parameters (the default) | "
-        f"{model['parameters_tied'] / 1e6:.1f} M (`d_model` 256, 3+3 layers, shared output matrix) |\n"
-        "| one epoch on 2 CPU cores | seconds | minutes (see the last section) |\n")}
+        f"| model sizes trained on it here | {toy['default_model_parameters'] / 1e6:.1f} M parameters (the default) | "
+        + (f"{default_params / 1e6:.1f} M (the default, with Multi30k's vocabularies) and " if default_params else "")
+        + f"{model['parameters_tied'] / 1e6:.1f} M (`d_model` 256, 3+3 layers, shared output matrix) |\n"
+        "| one epoch on 2 CPU cores | seconds | "
+        + (f"{seconds['default']:.0f} s (the default) and {seconds['tutorial']:.0f} s (`d_model` 256), mean of the "
+           "benchmark's epochs (see the last section) |\n" if len(seconds) == 2 else "minutes (see the last section) |\n"))}
     shrink = 1 - words["vocab"]["tgt"] / words["vocab_min_freq_1"]["tgt"]
     blocks["nb14-rare"] = (
         f"On Multi30k, {pct(f['singleton_share']['src'])} of the German words and {pct(f['singleton_share']['tgt'])} "
@@ -531,8 +574,7 @@ def corpus_blocks() -> dict[str, str]:
     removed = model["parameters_untied"] - model["parameters_tied"]
     blocks["nb14-tied"] = (
         f"At the tutorial size on Multi30k the shared matrix saves `d_model` × {words['vocab']['tgt']:,} = {removed / 1e6:.1f} M "
-        f"of the {model['parameters_untied'] / 1e6:.1f} M weights: fewer weights for {f['train_pairs']:,} sentences "
-        "to fit.\n")
+        f"of the {model['parameters_untied'] / 1e6:.1f} M weights.\n")
     return blocks
 
 
@@ -563,7 +605,7 @@ def expected(root: Path = RESULTS) -> dict[Path, str]:
     runs = load_runs(root)
     nb = json.loads(NOTEBOOK.read_text(encoding="utf-8"))
     nb = notebook_with_blocks(nb, {MARKERS["notebook"]: headline(runs, "notebook"), "nb14-sweep": sweep_sentences(runs),
-                                   **corpus_blocks()})
+                                   **corpus_blocks(runs)})
     return {
         BENCH_README: render_benchmarks_readme(runs),
         README: replace_block(README.read_text(encoding="utf-8"), MARKERS["readme"], headline(runs, "readme")),

@@ -10,8 +10,9 @@ standard ``13a`` tokenization against the *raw* reference sentences, with sacreb
 * Published Multi30k figures (e.g. bentrevett/pytorch-seq2seq's 36.5) are usually *tokenized and
   lower-cased*: BLEU over spaCy tokens of the lower-cased output and references.
   :func:`score_outputs` computes that too (``bleu_tok_lc``, sacrebleu with ``tok:none`` on those tokens),
-  so a reader can put the course next to them; those papers differ in more than the scoring, though
-  (hardware, epochs, checkpoint choice).
+  so a reader can put the course next to them; those systems differ in more than the scoring, though
+  (hardware, epochs, vocabulary, checkpoint choice: bentrevett's tutorial scores the checkpoint with the
+  best validation loss).
 
 One known cost: spaCy splits intra-word hyphens ("t-shirt" becomes ``t - shirt``) and the output keeps
 them spaced, so such words never match a raw reference (37 of Multi30k's 1,000 ``test_2016_flickr``

@@ -12,7 +12,7 @@ from matplotlib.patches import FancyArrowPatch, FancyBboxPatch, Patch
 # (label, notebook, x, y, width, height); coordinates in a 10 x 12 canvas.
 _BOXES = [
     ("German tokens → ids", "01", 0.6, 0.4, 3.8, 0.8),
-    ("English tokens → ids (shifted right)", "01", 5.6, 0.4, 3.8, 0.8),
+    ("English tokens → ids (shifted right)", "01 09", 5.6, 0.4, 3.8, 0.8),
     ("Token embedding × √d_model", "02", 0.6, 1.6, 3.8, 0.8),
     ("Token embedding × √d_model", "02", 5.6, 1.6, 3.8, 0.8),
     ("+ positional encoding", "03", 0.6, 2.8, 3.8, 0.8),
@@ -26,9 +26,12 @@ _BOXES = [
     ("Cross-attention\n(queries: English, keys: German)", "04 05 09", 5.9, 6.3, 3.2, 1.0),
     ("Add & LayerNorm", "07", 5.9, 7.5, 3.2, 0.6),
     ("Feed-forward + Add & LayerNorm", "07", 5.9, 8.3, 3.2, 0.6),
-    ("Linear → softmax over English words", "10", 5.6, 9.9, 3.8, 0.8),
+    ("Linear → softmax over English words", "09 10", 5.6, 9.9, 3.8, 0.8),
     ("Greedy / beam search → translation", "11", 5.6, 11.0, 3.8, 0.8),
 ]
+# Boxes that course_lib builds around the student's parts (the batching's shift right, the Transformer
+# class's output nn.Linear), never a part the student saves, although notebook 09 teaches them.
+_COURSE_GLUE = {"English tokens → ids (shifted right)", "Linear → softmax over English words"}
 _STACKS = [("Encoder layer × N   (08)", "08", 0.6, 4.0, 3.8, 3.9), ("Decoder layer × N   (09)", "09", 5.6, 4.0, 3.8, 5.1)]
 _ARROWS = [
     ((2.5, 1.2), (2.5, 1.6)), ((2.5, 2.4), (2.5, 2.8)), ((2.5, 3.6), (2.5, 4.2)),
@@ -42,7 +45,7 @@ def _draw(box_style, stack_style, memory_label: bool = True):
     """The model's boxes, stacks, arrows and headings on a new Figure.
 
     Args:
-        box_style: ``notebooks -> (linewidth, edgecolor, facecolor, bold)`` for each box.
+        box_style: ``(label, notebooks) -> (linewidth, edgecolor, facecolor, bold)`` for each box.
         stack_style: ``notebooks -> (linewidth, edgecolor, facecolor)`` for each layer stack.
         memory_label: write "memory" on the arrow from the encoder to the decoder.
 
@@ -59,7 +62,7 @@ def _draw(box_style, stack_style, memory_label: bool = True):
                                     edgecolor=edgecolor, facecolor=facecolor))
         ax.text(x + 0.1, y + h + 0.3, label, ha="left", va="center", fontsize=12, style="italic")
     for label, notebook, x, y, w, h in _BOXES:
-        linewidth, edgecolor, facecolor, bold = box_style(notebook)
+        linewidth, edgecolor, facecolor, bold = box_style(label, notebook)
         ax.add_patch(FancyBboxPatch((x, y), w, h, boxstyle="round,pad=0.04", linewidth=linewidth,
                                     edgecolor=edgecolor, facecolor=facecolor))
         ax.text(x + w / 2, y + h / 2, label, ha="center", va="center", fontsize=11, weight="bold" if bold else None)
@@ -87,7 +90,7 @@ def draw_architecture(highlight: str | None = None, title: str = "The Transforme
         return highlight is not None and highlight in notebook.split()
 
     fig, ax = _draw(
-        lambda n: (2, "#c0392b", "#f5b7b1", True) if on(n) else (1, "#34495e", "white", False),
+        lambda _, n: (2, "#c0392b", "#f5b7b1", True) if on(n) else (1, "#34495e", "white", False),
         lambda n: (2.5, "#c0392b", "#fdf2e9") if on(n) else (1.5, "#7f8c8d", "#f4f6f6"))
     any_on = highlight is not None and any(highlight in box[1].split() for box in _BOXES + _STACKS)
     ax.set_title(title + (f" (notebook {highlight} in red)" if any_on else ""), fontsize=16, pad=20)
@@ -100,18 +103,21 @@ def draw_ownership(yours: set[str], title: str = "Whose code runs in your Transf
 
     Args:
         yours: notebook numbers (``"02"`` ... ``"09"``) whose parts are all the student's own; a box is
-            yours when every building notebook it lists (02-09) is in this set.
+            yours when every building notebook it lists (02-09) is in this set, except the shift right and
+            the output layer, which course_lib builds around the parts (not saved parts).
         title: the figure title.
 
     Returns:
         The matplotlib Figure.
     """
-    def owned(notebooks: str) -> bool:
+    def owned(notebooks: str, label: str = "") -> bool:
+        if label in _COURSE_GLUE:
+            return False
         building = [n for n in notebooks.split() if "02" <= n <= "09"]
         return bool(building) and all(n in yours for n in building)
 
     fig, ax = _draw(
-        lambda n: (2, "#1e8449", "#abebc6", True) if owned(n) else (1, "#7f8c8d", "#e5e7e9", False),
+        lambda label, n: (2, "#1e8449", "#abebc6", True) if owned(n, label) else (1, "#7f8c8d", "#e5e7e9", False),
         lambda n: (1.5, "#1e8449", "#eafaf1") if owned(n) else (1.5, "#7f8c8d", "#f4f6f6"),
         memory_label=False)
     ax.legend(handles=[Patch(facecolor="#abebc6", edgecolor="#1e8449", label="your code (my_transformer)"),

@@ -6,7 +6,7 @@ and on Colab. ``Vocab`` maps tokens to integer ids with four fixed special token
 
     <pad> = 0, <bos> = 1, <eos> = 2, <unk> = 3
 
-Vocabularies are built in a reproducible order (most frequent first, ties alphabetical), so
+Vocabularies are built in a reproducible order (most frequent first, ties in string order: code points, capitals first), so
 the same corpus always gives the same ids.
 """
 
@@ -131,7 +131,7 @@ class Vocab:
             min_freq: keep tokens seen at least this many times; rarer ones become ``<unk>``.
             max_size: keep at most this many non-special tokens (the most frequent).
 
-        Order: most frequent first, ties broken alphabetically, so the result never depends
+        Order: most frequent first, ties broken by string order (code points), so the result never depends
         on dictionary or set iteration order.
         """
         if min_freq < 1:

@@ -475,3 +475,19 @@ def test_decoder_rows_read_input_arrow_prediction_in_every_helper():
         P.plot_attention(weights[0, 0], query_tokens=inputs, predicted_tokens=outputs[:2])
     with pytest.raises(ValueError, match="needs query_tokens"):
         P.plot_attention(weights[0, 0], predicted_tokens=outputs)
+
+
+def test_ownership_map_greens_the_saved_parts_only():
+    """draw_ownership: with every building notebook the student's, the boxes of saved parts are green and the
+    glue course_lib builds around them (the shift right, the output layer) stays grey."""
+    from matplotlib.colors import to_hex
+
+    from course_lib import diagrams
+
+    fig = diagrams.draw_ownership({f"{n:02d}" for n in range(2, 10)})
+    boxes = fig.axes[0].patches[len(diagrams._STACKS):len(diagrams._STACKS) + len(diagrams._BOXES)]
+    colour = {label: to_hex(patch.get_facecolor()) for (label, *_), patch in zip(diagrams._BOXES, boxes, strict=True)}
+    assert colour["Linear → softmax over English words"] == "#e5e7e9"
+    assert colour["English tokens → ids (shifted right)"] == "#e5e7e9"
+    assert colour["Feed-forward"] == "#abebc6" and colour["+ positional encoding"] == "#abebc6"
+    plt.close(fig)

@@ -10,9 +10,10 @@ In a notebook::
 
 writes the cell's code to ``my_transformer/attention.py`` (next to the notebook), imports it from
 there exactly as later notebooks will, and checks the part against its contract
-(:mod:`course_lib.student.contracts`); a part that fails to import or breaks its contract is not kept. The
-cell does not define names in the notebook: import them from the saved file, as the next cell does. Later
-notebooks import it (``from my_transformer.attention import attention``) and the capstone
+(:mod:`course_lib.student.contracts`); a part that fails to import or breaks its contract is not kept. After
+the cell, the names it defines are the saved file's (``bind_names``): the cells below run the student's saved
+part (or, when the cell is still a stub or was refused, the last saved version, else ``course_lib``'s twin,
+and the message says which). Later notebooks import it (``from my_transformer.attention import attention``) and the capstone
 (notebook 13) assembles every saved part into the model that trains. The file gets the usual
 imports at the top; an import of another saved part goes in the cell itself, so it is visible.
 """

@@ -214,6 +214,25 @@ def _sweep_record(seed: int, valid: list[float], peak: str, tied: str = "no") ->
     return record
 
 
+def test_full_horizon_compares_untied_with_the_tied_run_seed_by_seed():
+    """recipe_sweep.py --full-horizon: the untied output over 10 epochs against the tutorial run, on validation;
+    kept out of the 4-epoch table; the verdict needs 3 seeds and says when they disagree in sign."""
+    report = _load("report")
+    tied = [_sweep_record(s, [1, 2, 3, 30, 31, 32, 33, 34, 35, 36 + s], "1.80e-03", "yes") for s in range(3)]
+    untied = [_sweep_record(s, [1, 2, 3, 31, 31, 32, 33, 34, 35, 36 + 2 * s - 1], "1.80e-03") for s in range(3)]
+    runs = {"tutorial": {"course": tied}, report.FULL_HORIZON: {"course": untied[:2]}}
+    table, sentence = report.full_horizon(runs)
+    assert "| 10 | 36.5 ± 0.7 (36.0–37.0) | 36.0 ± 1.4 (35.0–37.0) | -1.0, +0.0 |" in table
+    assert "2 of 3 seeds finished: no verdict yet" in sentence
+    runs[report.FULL_HORIZON]["course"] = untied
+    table, sentence = report.full_horizon(runs)
+    assert sentence.endswith("untied minus tied +0.0 (seed by seed -1.0, +0.0, +1.0); the seeds disagree in sign: "
+                             "validation does not separate the two.")
+    assert not any("10ep" in row[0] for row in report.sweep_rows(runs, "tutorial"))
+    assert "### The tied output over the whole schedule" in report.render_sweep(runs)
+    assert report.full_horizon({"tutorial": {"course": tied}}) == ("", "")
+
+
 def test_sweep_table_reads_valid_after_epoch_4_and_names_the_best_setting():
     report = _load("report")
     runs = {

@@ -8,19 +8,21 @@ from course_lib.exercises import nb08
 
 
 def test_08_1_right_answer_passes():
-    assert nb08.check_encoder_layer_parameters(3_152_384, quiet=True)
-    assert nb08.check_encoder_layer_parameters(3152384.0, quiet=True)
+    assert nb08.check_encoder_layer_parameters(12_596_224, quiet=True)
+    assert nb08.check_encoder_layer_parameters(12596224.0, quiet=True)
+    base = nb08.check_encoder_layer_parameters(3_152_384, quiet=True)  # the base model's layer, shown in the notebook
+    assert not base and "BASE model" in base.message
 
 
 @pytest.mark.parametrize(
     ("answer", "needle"),
     [
-        (4 * 512 * 512 + 2 * 512 * 2048, "weight matrices only"),
-        (3_152_384 - 2048, "forgot the two LayerNorms"),
-        (3_152_384 - 1024, "TWO LayerNorms"),
-        (1_050_624, "attention block alone"),
-        (3_152_384 + 1, "Add up attention"),
-        ("3152384", "whole number"),
+        (4 * 1024 * 1024 + 2 * 1024 * 4096, "weight matrices only"),
+        (12_596_224 - 4096, "forgot the two LayerNorms"),
+        (12_596_224 - 2048, "TWO LayerNorms"),
+        (4_198_400, "attention block alone"),
+        (12_596_224 + 1, "Add up attention"),
+        ("12596224", "whole number"),
         (3.5, "whole number"),
     ],
 )

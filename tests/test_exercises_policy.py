@@ -97,9 +97,9 @@ VALUE_CHECKERS = {
         (512 * 2048 + 2048, "first linear layer only"),
         (12345, "Count W_1"),
     ]),
-    "nb08.check_encoder_layer_parameters": (3_152_384, [
-        (4 * 512 * 512 + 2 * 512 * 2048, "weight matrices only"),
-        (4 * (512 * 512 + 512) + 2 * 512 * 2048 + 2048 + 512, "forgot the two LayerNorms"),
+    "nb08.check_encoder_layer_parameters": (12_596_224, [
+        (4 * 1024 * 1024 + 2 * 1024 * 4096, "weight matrices only"),
+        (4 * (1024 * 1024 + 1024) + 2 * 1024 * 4096 + 4096 + 1024, "forgot the two LayerNorms"),
         (12345, "Add up attention"),
     ]),
     "nb08.check_shapes": (((16, 1, 1, 23), (16, 8, 23, 23), (16, 23, 128)), [

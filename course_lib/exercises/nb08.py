@@ -1,6 +1,7 @@
 """Exercise checks for notebook 08 (the encoder).
 
-08.1 the number of parameters of one encoder layer of the paper's base model.
+08.1 the number of parameters of one encoder layer of the paper's big model (the notebook charts the base
+     model, so the answer cannot be read off a figure).
 08.2 the post-norm encoder layer's forward pass, written from its parts (checked in eval mode and,
      with the same random seed, in training mode, so dropout must sit where the paper puts it).
 08.3 predict three shapes: the padding mask, one layer's attention weights and the encoder output.
@@ -20,14 +21,14 @@ from course_lib.masks import padding_mask
 ATOL = 1e-5
 
 # ----------------------------------------------------------------------------------------------
-# 08.1 parameters of one encoder layer (d_model 512, 8 heads, d_ff 2048)
+# 08.1 parameters of one encoder layer of the paper's big model (d_model 1024, 16 heads, d_ff 4096)
 # ----------------------------------------------------------------------------------------------
 
-D_MODEL, D_FF = 512, 2048
+D_MODEL, D_FF = 1024, 4096
 _ATTENTION = 4 * (D_MODEL * D_MODEL + D_MODEL)  # W_q, W_k, W_v, W_o and their biases
 _FFN = D_MODEL * D_FF + D_FF + D_FF * D_MODEL + D_MODEL  # W_1, b_1, W_2, b_2
 _NORMS = 2 * 2 * D_MODEL  # two LayerNorms, each a weight and a bias
-ENCODER_LAYER_PARAMETERS = _ATTENTION + _FFN + _NORMS  # 3,152,384
+ENCODER_LAYER_PARAMETERS = _ATTENTION + _FFN + _NORMS  # 12,596,224
 
 _KNOWN_MISTAKES = {
     4 * D_MODEL * D_MODEL + 2 * D_MODEL * D_FF: "you counted the weight matrices only: add the biases "
@@ -40,11 +41,13 @@ _KNOWN_MISTAKES = {
     _FFN: "that is the feed-forward block alone: add the attention block and the LayerNorms",
     _ATTENTION + _NORMS: "you left out the feed-forward block (d_model -> d_ff -> d_model), the biggest part",
     _FFN + _NORMS: "you left out the attention block (four d_model x d_model projections with biases)",
+    4 * (512 * 512 + 512) + (2 * 512 * 2048 + 2048 + 512) + 2 * 2 * 512: "that is a layer of the BASE model "
+    "(d_model 512, d_ff 2048); this exercise asks for the big model, d_model 1024 and d_ff 4096",
 }
 
 
 def check_encoder_layer_parameters(answer, quiet: bool = False):
-    """08.1: parameters of one encoder layer with d_model=512, n_heads=8, d_ff=2048 (biases and LayerNorms included)."""
+    """08.1: parameters of one encoder layer with d_model=1024, n_heads=16, d_ff=4096 (biases and LayerNorms included)."""
     if answer is None:
         return not_attempted("08.1", "set your answer instead of `None`", quiet)
     if isinstance(answer, bool) or not isinstance(answer, int | float) or answer != int(answer):
@@ -53,7 +56,7 @@ def check_encoder_layer_parameters(answer, quiet: bool = False):
     if answer in _KNOWN_MISTAKES:
         return report("08.1", FAILED, f"{answer:,} is not it: {_KNOWN_MISTAKES[answer]}.", quiet)
     hint = ("Add up attention 4 (d^2 + d), feed-forward 2 d d_ff + d_ff + d, and two LayerNorms 2 x 2d, "
-            "with d = 512 and d_ff = 2048.")
+            "with d = 1024 and d_ff = 4096 (the number of heads does not change the count).")
     return check_answer("08.1", answer, ENCODER_LAYER_PARAMETERS, hint=hint, quiet=quiet)
 
 

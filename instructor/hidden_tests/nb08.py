@@ -11,7 +11,7 @@ from hidden_tests import VALUE, Forbidden, Rules, call, check_value, expect, gen
 def encoder_layer_parameters(answer):
     if isinstance(answer, bool):
         raise AssertionError("Exercise 08.1: answer with a whole number.")
-    check_value("08.1", answer, 4 * (512 * 512 + 512) + (2 * 512 * 2048 + 2048 + 512) + 2 * 2 * 512)
+    check_value("08.1", answer, 4 * (1024 * 1024 + 1024) + (2 * 1024 * 4096 + 4096 + 1024) + 2 * 2 * 1024)
 
 
 @hidden_test("check_post_norm_layer", "08.2", points=3, rules=Rules(

@@ -598,29 +598,33 @@ class Explorer:
         head.options = [(head_name(None, n_heads), MEAN), *((head_name(h, n_heads), h) for h in range(n_heads))]
         layer.value, head.value = keep_layer, keep_head
 
-    def _on_view(self, change=None) -> None:
-        """The Attention tab's kind, layer or head changed: redraw its heatmap."""
+    def _view_changed(self, menus: tuple, redraw, change=None) -> None:
+        """A tab's kind, layer or head menu changed: refresh that tab's layer and head menus when the kind
+        changed (so they list what exists), then redraw its heatmap with ``redraw``.
+
+        Args:
+            menus: the tab's ``(kind, layer, head)`` dropdowns.
+            redraw: the tab's drawing method.
+            change: the traitlets change (None when called directly).
+        """
         if self._refreshing or self.analysis is None:
             return
-        if change is not None and change.get("owner") is self.kind:
+        kind, layer, head = menus
+        if change is not None and change.get("owner") is kind:
             self._refreshing = True
             try:
-                self._update_menus(self.kind, self.layer, self.head)
+                self._update_menus(kind, layer, head)
             finally:
                 self._refreshing = False
-        self._draw_attention()
+        redraw()
+
+    def _on_view(self, change=None) -> None:
+        """The Attention tab's kind, layer or head changed: redraw its heatmap."""
+        self._view_changed((self.kind, self.layer, self.head), self._draw_attention, change)
 
     def _on_step_view(self, change=None) -> None:
         """The Step-by-step tab's kind, layer or head changed: redraw its heatmap."""
-        if self._refreshing or self.analysis is None:
-            return
-        if change is not None and change.get("owner") is self.step_kind:
-            self._refreshing = True
-            try:
-                self._update_menus(self.step_kind, self.step_layer, self.step_head)
-            finally:
-                self._refreshing = False
-        self._draw_step()
+        self._view_changed((self.step_kind, self.step_layer, self.step_head), self._draw_step, change)
 
     def _on_step(self, *_) -> None:
         """The step slider moved: redraw the step view."""

@@ -207,7 +207,71 @@ except OSError:
     print("cannot list the submissions")
 '''
 
-ATTACKS = ("replace_grader", "spy", "loop", "crash", "moved_cells", "truncated")
+# Asks for 4x the sandbox's address-space limit at once (bytearray and torch), then keeps adding 100 MB chunks
+# until refused, and lets them go so that the honest work after it can still run. The chunks are torch.empty
+# (address space, which is what the limit counts, but not yet memory): filling them (bytearray) runs at about
+# 300 MB/s on a loaded 2-core VM, so the cell timeout, not the memory limit, would stop it in the tests.
+MEMORY = '''import resource, torch
+limit = resource.getrlimit(resource.RLIMIT_AS)[0]
+limit = 16 << 30 if limit == resource.RLIM_INFINITY else limit
+for grab in (lambda: bytearray(4 * limit), lambda: torch.empty(4 * limit, dtype=torch.uint8)):
+    try:
+        grab()
+        print("GOT 4x the memory limit")
+    except (MemoryError, RuntimeError) as exc:
+        print("refused:", type(exc).__name__)
+hog = []
+try:
+    while True:
+        hog.append(torch.empty(100 << 20, dtype=torch.uint8))
+finally:
+    print(f"stopped after {len(hog)} chunks of 100 MB")
+    hog.clear()
+'''
+
+# Many ``sleep`` children, and one double-forked grandchild in its own session (out of the kernel's process
+# tree), all sleeping for FORK_SECONDS, longer than the grading takes: the sandbox must refuse them or end them.
+FORK = '''import os, subprocess
+children = []
+for _ in range({n}):
+    try:
+        children.append(subprocess.Popen(["sleep", "{seconds}"]))
+    except OSError as exc:
+        print("refused after", len(children), "children:", type(exc).__name__)
+        break
+print("started", len(children), "children")
+pid = os.fork()
+if pid == 0:
+    try:
+        if os.fork() == 0:
+            os.setsid()
+            os.execvp("sleep", ["sleep", "{seconds}"])
+    finally:
+        os._exit(0)
+_ = os.waitpid(pid, 0)
+'''
+FORK_SECONDS = "600.4217"  # an unusual duration: the leftover processes are recognised by it
+
+# Burns CPU on every core it can get: forked processes that spin forever (they would outlive the cell, each with
+# a CPU-time limit of its own), then matrix products on one thread per core until the cell is stopped.
+CPU_BURN = '''import multiprocessing, os, torch
+def spin():
+    while True:
+        pass
+burners = []
+try:
+    for _ in range({n}):
+        burners.append(multiprocessing.get_context("fork").Process(target=spin, daemon=True))
+        burners[-1].start()
+except OSError as exc:
+    print("refused after", len(burners) - 1, "processes:", type(exc).__name__)
+torch.set_num_threads(os.cpu_count())
+a = torch.randn(512, 512)
+while True:
+    a = (a @ a).tanh()
+'''
+
+ATTACKS = ("replace_grader", "spy", "loop", "crash", "moved_cells", "truncated", "memory", "fork", "cpu_burn")
 
 
 def make_attack(honest: Path, attack: str, target: Path, root: Path, submissions: Path) -> None:
@@ -230,6 +294,12 @@ def make_attack(honest: Path, attack: str, target: Path, root: Path, submissions
         nb.cells.insert(first + 1, nbformat.v4.new_code_cell("while True:\n    pass"))
     elif attack == "crash":
         nb.cells.insert(first + 1, nbformat.v4.new_code_cell("import os\nos._exit(1)"))
+    elif attack == "memory":
+        nb.cells.insert(first, nbformat.v4.new_code_cell(MEMORY))
+    elif attack == "fork":
+        nb.cells.insert(first, nbformat.v4.new_code_cell(FORK.format(n=200, seconds=FORK_SECONDS)))
+    elif attack == "cpu_burn":
+        nb.cells.insert(first, nbformat.v4.new_code_cell(CPU_BURN.format(n=4)))
     elif attack == "moved_cells":  # the last test cell deleted, the first one moved to the top
         moved = nb.cells[tests[0]]
         for index in sorted({tests[0], tests[-1]}, reverse=True):

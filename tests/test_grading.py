@@ -1,12 +1,15 @@
 """Grading in a sandbox (scripts/grade.py, instructor/): attacks, partial credit, crashes, incremental runs.
 
-One student edition of notebook 04 and one grading run of ten synthetic submissions with ``-j 2``
-(about a minute on a 2-core machine), then a second run that grades one late student only.
+One student edition of notebook 04 and one grading run of eleven synthetic submissions (the right and the
+wrong answers, and the attacks of ``synthetic.ATTACKS``) with ``-j 2`` (one to two minutes on a 2-core
+machine, more when it is busy), then a second run that grades one late student only.
 """
 
 from __future__ import annotations
 
 import csv
+import os
+import signal
 import sys
 import zipfile
 from pathlib import Path
@@ -21,10 +24,10 @@ import feedback  # noqa: E402
 import grade  # noqa: E402
 import sandbox  # noqa: E402
 import student_edition  # noqa: E402
-from synthetic import ATTACKS, make_attack, make_submission  # noqa: E402
+from synthetic import ATTACKS, FORK_SECONDS, make_attack, make_submission  # noqa: E402
 
 STEM = "04_attention"
-LIMITS = sandbox.Limits(cell_seconds=6, notebook_seconds=240, cpu_seconds=120)
+LIMITS = sandbox.Limits(cell_seconds=10, notebook_seconds=240, cpu_seconds=120)  # 10 s: an import cell can take 6 s under load
 pytestmark = pytest.mark.filterwarnings("ignore:Object of type .* not in session")
 
 
@@ -42,12 +45,45 @@ def graded(tmp_path_factory):
     for kind in ("right", "wrong"):
         make_submission(ROOT / "notebooks" / f"{STEM}.ipynb", edition / f"{STEM}.ipynb", kind, subs / kind / f"{STEM}.ipynb")
     honest = {"replace_grader": "wrong", "spy": "right", "loop": "right", "crash": "right", "moved_cells": "right",
-              "truncated": "right"}
+              "truncated": "right", "memory": "right", "fork": "right", "cpu_burn": "right"}
     for attack in ATTACKS:
         make_attack(subs / honest[attack] / f"{STEM}.ipynb", attack, subs / attack / f"{STEM}.ipynb", ROOT, subs)
     out = tmp / "out"
     done = grade.grade(subs, out, jobs=2, limits=LIMITS)
-    return {"subs": subs, "out": out, "edition": edition, "done": done, "tmp": tmp}
+    leftover = _fork_leftovers()
+    for pid in leftover:  # started by the "fork" attack above: do not leave them behind when the test fails
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except OSError:
+            pass
+    return {"subs": subs, "out": out, "edition": edition, "done": done, "tmp": tmp, "leftover": leftover}
+
+
+def _fork_leftovers() -> list[int]:
+    """Process ids of the ``sleep FORK_SECONDS`` processes the "fork" attack started that are still running."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        try:
+            argv = (entry / "cmdline").read_bytes().split(b"\0")
+        except OSError:  # not a process, or it ended meanwhile
+            continue
+        if entry.name.isdigit() and argv[:2] == [b"sleep", FORK_SECONDS.encode()]:
+            found.append(int(entry.name))
+    return found
+
+
+def _attack_cell(graded, student: str, start: str):
+    """The attack cell (the first code cell whose source starts with ``start``) as graded."""
+    nb = nbformat.read(graded["out"] / "graded" / student / f"{STEM}.ipynb", as_version=4)
+    cell = next(c for c in nb.cells if c.cell_type == "code" and c.source.startswith(start))
+    printed = "".join(o.get("text", "") for o in cell.outputs if o.output_type == "stream")
+    errors = [o.ename for o in cell.outputs if o.output_type == "error"]
+    return printed, errors
+
+
+def _no_new_processes() -> bool:
+    """Whether the sandbox refuses new processes here (bubblewrap with the seccomp filter of sandbox.py)."""
+    return sandbox.isolation() == sandbox.STRONG and sandbox.no_new_processes() is not None
 
 
 def _automatic_points() -> str:
@@ -95,6 +131,36 @@ def test_loop_costs_the_cell_timeout_and_the_rest_is_graded(graded):
     assert rows["loop"]["total"] == _automatic_points()
     run = next(r for r in graded["done"]["current"].values() if r["student"] == "loop")
     assert run["seconds"] < 120
+
+
+def test_memory_cpu_and_process_attacks_earn_what_the_honest_work_earns(graded):
+    """Each runs before the first exercise; the limits stop it, the kernel lives on and every exercise is graded."""
+    rows = _rows(graded["out"] / "grades.csv")
+    runs = {r["student"]: r for r in graded["done"]["current"].values()}
+    for attack in ("memory", "fork", "cpu_burn"):
+        assert rows[attack]["total"] == rows["right"]["total"] == _automatic_points(), attack
+        assert not runs[attack]["run_note"] and runs[attack]["seconds"] < 120, (attack, runs[attack])
+
+
+def test_memory_attack_is_refused_by_the_memory_limit(graded):
+    printed, errors = _attack_cell(graded, "memory", "import resource")
+    assert "refused: MemoryError" in printed and "refused: RuntimeError" in printed and "GOT" not in printed
+    assert "stopped after" in printed
+    assert errors in (["MemoryError"], ["RuntimeError"]), "the memory limit stopped the loop, not the cell timeout"
+
+
+def test_fork_attack_leaves_no_process_behind(graded):
+    printed, errors = _attack_cell(graded, "fork", "import os, subprocess")
+    assert graded["leftover"] == [], f"{len(graded['leftover'])} 'sleep {FORK_SECONDS}' outlived the grading"
+    if _no_new_processes():
+        assert "started 0 children" in printed and errors == ["PermissionError"], printed
+
+
+def test_cpu_burn_costs_the_cell_timeout(graded):
+    printed, errors = _attack_cell(graded, "cpu_burn", "import multiprocessing")
+    assert errors == ["KeyboardInterrupt"]  # the grader stopped the cell after --cell-timeout
+    if _no_new_processes():  # no spinning process outlives the cell to slow down the rest of the grading
+        assert "refused after 0 processes: PermissionError" in printed, printed
 
 
 def test_crash_keeps_the_points_before_it(graded):
@@ -148,7 +214,7 @@ def test_second_run_grades_one_late_student_and_keeps_the_others(graded):
 def test_override_is_kept_and_shown(graded):
     out = graded["out"]
     grade.main([str(graded["subs"]), "--out", str(out), "--override", "wrong", "04.3", "2", "--reason",
-                "right idea, checked by hand", "--cell-timeout", "6"])
+                "right idea, checked by hand", "--cell-timeout", "10"])
     assert _rows(out / "grades.csv")["wrong"]["04.3"] == "2"
     assert "checked by hand" in (out / "feedback" / "wrong.md").read_text()
 

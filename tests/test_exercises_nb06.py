@@ -48,11 +48,7 @@ def test_06_1_crash_and_not_attempted():
 
 # ---------------------------------------------------------------- 06.2 predict the picture
 
-RIGHT_PICTURE = [[1, 0, 0, 0, 0],
-                 [1, 1, 0, 0, 0],
-                 [1, 1, 1, 0, 0],
-                 [1, 1, 1, 0, 0],
-                 [1, 1, 1, 0, 0]]
+RIGHT_PICTURE = [[1, 1, 1, 0]] * 5  # every English query may read the three German tokens, none the <pad>
 
 
 def test_06_2_right_answers_pass_as_ints_bools_or_tensor():
@@ -63,20 +59,20 @@ def test_06_2_right_answers_pass_as_ints_bools_or_tensor():
 
 def test_06_2_padded_query_rows_get_the_specific_explanation():
     blocked_pad_rows = [row[:] for row in RIGHT_PICTURE]
-    blocked_pad_rows[3] = [0, 0, 0, 0, 0]
-    blocked_pad_rows[4] = [0, 0, 0, 0, 0]
+    blocked_pad_rows[3] = [0, 0, 0, 0]
+    blocked_pad_rows[4] = [0, 0, 0, 0]
     result = nb06.check_picture(blocked_pad_rows, quiet=True)
-    assert result.status == "failed" and "6 of 25 entries are wrong" in result.message
-    assert "row 3 (query '<pad>'), column 0" in result.message and "keys (columns) only" in result.message
+    assert result.status == "failed" and "6 of 20 entries are wrong" in result.message
+    assert "row 3 (English query '<pad>'), column 0" in result.message and "keys (columns) only" in result.message
 
 
 @pytest.mark.parametrize(
     ("answer", "needle"),
     [
-        ([[1, 1, 1, 0, 0]] * 5, "what does the causal mask do with the future?"),
-        ([[1, 0, 0, 0, 0], [1, 1, 0, 0, 0], [1, 1, 1, 0, 0], [1, 1, 1, 1, 0], [1, 1, 1, 1, 1]], "a <pad> key"),
-        ([[1, 0, 0, 0, 0]] * 4, "expected 5 rows of 5 entries"),
-        ([[2, 0, 0, 0, 0]] * 5, "use only 0"),
+        ([[1, 0, 0, 0], [1, 1, 0, 0], [1, 1, 1, 0], [1, 1, 1, 0], [1, 1, 1, 0]], "is there a future to hide"),
+        ([[1, 1, 1, 1]] * 5, "a <pad> key"),
+        ([[1, 0, 0, 0, 0], [1, 1, 0, 0, 0], [1, 1, 1, 0, 0], [1, 1, 1, 0, 0], [1, 1, 1, 0, 0]], "5 rows (one per English query) of 4 entries"),
+        ([[2, 0, 0, 0]] * 5, "use only 0"),
     ],
 )
 def test_06_2_wrong_answers_fail_with_specific_messages(answer, needle):

@@ -28,7 +28,7 @@ def _checker(name: str):
     return getattr(importlib.import_module(f"course_lib.exercises.{module}"), function)
 
 
-PICTURE = [[1, 0, 0, 0, 0], [1, 1, 0, 0, 0], [1, 1, 1, 0, 0], [1, 1, 1, 0, 0], [1, 1, 1, 0, 0]]
+PICTURE = [[1, 1, 1, 0]] * 5
 
 # checker -> (right answer, [(wrong answer, words of the hint that wrong answer must get), ...])
 VALUE_CHECKERS = {
@@ -86,9 +86,9 @@ VALUE_CHECKERS = {
         (7, "each with a bias"),
     ]),
     "nb06.check_picture": (PICTURE, [
-        ([[1, 1, 1, 0, 0]] * 5, "causal mask do with the future"),
-        ([[1, 0, 0, 0, 0], [1, 1, 0, 0, 0], [1, 1, 1, 0, 0], [0, 0, 0, 0, 0], [0, 0, 0, 0, 0]], "keys (columns) only"),
-        ([[1, 0, 0, 0, 0], [1, 1, 0, 0, 0], [1, 1, 1, 0, 0], [1, 1, 1, 1, 0], [1, 1, 1, 1, 1]], "<pad> key"),
+        ([[1, 0, 0, 0], [1, 1, 0, 0], [1, 1, 1, 0], [1, 1, 1, 0], [1, 1, 1, 0]], "future to hide"),
+        ([[1, 1, 1, 0]] * 3 + [[0, 0, 0, 0]] * 2, "keys (columns) only"),
+        ([[1, 1, 1, 1]] * 5, "<pad> key"),
     ]),
     "nb07.check_ffn_parameter_count": (2 * 512 * 2048 + 2048 + 512, [
         (2 * 512 * 2048, "bias vector"),

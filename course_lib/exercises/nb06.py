@@ -1,7 +1,7 @@
 """Exercise checks for notebook 06 (masking).
 
 06.1 build the decoder's combined mask (padding AND causal) for a batch of target ids.
-06.2 predict the picture: the combined mask of one short padded sentence, entry by entry.
+06.2 predict the picture: the cross-attention mask of a short padded pair, entry by entry.
 06.3 fix the polarity bug of the articles' mask code (comments that contradict the code).
 
 All three compare with ``course_lib.masks`` (True = may attend) and explain a wrong entry in terms
@@ -70,50 +70,57 @@ def check_decoder_mask(student_fn, quiet: bool = False):
 
 
 # ----------------------------------------------------------------------------------------------
-# 06.2 predict the picture
+# 06.2 predict the picture: the cross-attention mask (the notebook draws only self-attention masks)
 # ----------------------------------------------------------------------------------------------
 
-PICTURE_TOKENS = ("<bos>", "the", "dog", "<pad>", "<pad>")
-PICTURE_IDS = torch.tensor([[1, 5, 6, 0, 0]])
+PICTURE_QUERIES = ("<bos>", "the", "dog", "<pad>", "<pad>")  # the decoder input: rows
+PICTURE_KEYS = ("ein", "Hund", "<eos>", "<pad>")  # the German source: columns
+PICTURE_SRC_IDS = torch.tensor([[7, 8, 2, 0]])
+PICTURE_SHAPE = (len(PICTURE_QUERIES), len(PICTURE_KEYS))
 
 
 def _picture_expected() -> torch.Tensor:
-    return decoder_self_attention_mask(PICTURE_IDS)[0, 0]  # (5, 5)
+    """The source padding mask ``(1, 1, 1, src_len)`` as the cross-attention scores ``(5, 4)`` see it."""
+    return padding_mask(PICTURE_SRC_IDS)[0, 0].expand(*PICTURE_SHAPE)
 
 
 def _as_bool_matrix(answer):
     """The student's rows of 0/1 (or True/False) as a bool tensor, or an error message."""
+    rows, cols = PICTURE_SHAPE
     try:
         matrix = torch.as_tensor(answer)
     except (TypeError, ValueError) as exc:
-        return None, f"could not read your answer as a 5 x 5 table of 0/1 ({exc})"
+        return None, f"could not read your answer as a {rows} x {cols} table of 0/1 ({exc})"
     if matrix.dtype != torch.bool:
         if matrix.is_floating_point() or not bool(((matrix == 0) | (matrix == 1)).all()):
             return None, "use only 0 (blocked) and 1 (may attend), or False/True"
         matrix = matrix.bool()
-    if tuple(matrix.shape) != (5, 5):
-        return None, f"expected 5 rows of 5 entries (queries x keys), got shape {tuple(matrix.shape)}"
+    if tuple(matrix.shape) != PICTURE_SHAPE:
+        return None, (f"expected {rows} rows (one per English query) of {cols} entries (one per German key), "
+                      f"got shape {tuple(matrix.shape)}")
     return matrix, None
 
 
 def _why(row: int, col: int) -> str:
     """Point at a wrong entry and give the rule that decides it (the rule, not the 0/1 itself)."""
-    query, key = PICTURE_TOKENS[row], PICTURE_TOKENS[col]
-    where = f"row {row} (query '{query}'), column {col} (key '{key}')"
+    query, key = PICTURE_QUERIES[row], PICTURE_KEYS[col]
+    where = f"row {row} (English query '{query}'), column {col} (German key '{key}')"
     if key == "<pad>":
         reason = "what may a query do with a <pad> key, which is not a word?"
-    elif col > row:
-        reason = "this key comes after the query: what does the causal mask do with the future?"
     elif query == "<pad>":
         reason = ("the padding mask acts on keys (columns) only, not on queries (rows); a <pad> query's output is "
                   "simply ignored by the loss.")
+    elif col > row:
+        reason = ("the whole German sentence is known before the decoder writes a word: is there a future to hide "
+                  "from a query in cross-attention?")
     else:
-        reason = "a real key at or before the query: is anything blocking it?"
+        reason = "a real German word: is anything blocking it?"
     return f"{where} is wrong. Hint: {reason}"
 
 
 def check_picture(answer, quiet: bool = False):
-    """06.2: the 5 x 5 combined mask of ``<bos> the dog <pad> <pad>`` as rows of 0/1."""
+    """06.2: the cross-attention mask of the decoder input ``<bos> the dog <pad> <pad>`` over the source
+    ``ein Hund <eos> <pad>``, as 5 rows of 4 entries 0/1."""
     if answer is None:
         return not_attempted("06.2", "replace `None` by your 5 rows of 0/1", quiet)
     matrix, error = _as_bool_matrix(answer)
@@ -123,8 +130,10 @@ def check_picture(answer, quiet: bool = False):
     wrong = (matrix != expected).nonzero().tolist()
     if wrong:
         row, col = wrong[0]
-        return report("06.2", FAILED, f"{len(wrong)} of 25 entries are wrong. The first: {_why(row, col)}", quiet)
-    return report("06.2", PASSED, "all 25 entries are right, including the subtle <pad> query rows.", quiet)
+        return report("06.2", FAILED, f"{len(wrong)} of {expected.numel()} entries are wrong. The first: "
+                                      f"{_why(row, col)}", quiet)
+    return report("06.2", PASSED, "all 20 entries are right: no causal part in cross-attention, and the <pad> "
+                                  "queries still read the German words.", quiet)
 
 
 # ----------------------------------------------------------------------------------------------

@@ -47,10 +47,11 @@ def picture(answer):
     try:
         matrix = torch.as_tensor(answer)
     except (TypeError, ValueError):
-        raise AssertionError("Exercise 06.2: answer with 5 rows of five 0/1 entries.") from None
+        raise AssertionError("Exercise 06.2: answer with 5 rows of four 0/1 entries.") from None
     if matrix.dtype != torch.bool:
         matrix = matrix != 0
-    check_value("06.2", matrix, _decoder(torch.tensor([[1, 5, 6, 0, 0]]), 0)[0, 0])
+    # the cross-attention mask: the source padding mask of "ein Hund <eos> <pad>", seen by 5 English queries
+    check_value("06.2", matrix, (torch.tensor([[7, 8, 2, 0]]) != 0)[:, None, None, :][0, 0].expand(5, 4))
 
 
 @hidden_test("check_fixed_masks", "06.3", points=2)

@@ -46,7 +46,8 @@ lint: $(CONFIGURED)
 regenerate: $(CONFIGURED)
 	$(BIN)/python scripts/regenerate_notebooks.py notebooks/*.ipynb
 
-## Build reveal.js slides for every notebook into build/slides/ (work offline: reveal.js and MathJax are copied there).
+## Build reveal.js slides for every notebook into build/slides/ (work offline: reveal.js and MathJax are copied there),
+## re-cut so that every slide fits a 1920 x 1080 or 1280 x 720 screen (scripts/build_slides.py).
 slides: $(CONFIGURED)
 	$(BIN)/python scripts/build_slides.py notebooks/*.ipynb
 
@@ -84,10 +85,18 @@ grade: $(CONFIGURED)
 ## Present a notebook live with running code (RISE): make present NB=notebooks/04_attention.ipynb
 ## Extra server options: make present PRESENT_FLAGS="--no-browser --port 8890". As root (a container or a
 ## cloud VM) the server refuses to start unless allowed to: that flag is added automatically.
+## Lecture-hall set-up: RISE's settings (scripts/slides_template/rise/overrides.json: white theme, the slide
+## fills the window, a slide taller than the screen scrolls) go into the JupyterLab settings of .venv (a file of
+## their own in overrides.d/, which JupyterLab reads too); notebooks/rise.css, which RISE loads next to the
+## notebook, makes text and code 28.8 px on a 1920 x 1080 screen.
 NB ?= notebooks/00_welcome.ipynb
 PRESENT_FLAGS ?=
 ROOT_FLAG := $(if $(filter 0,$(shell id -u 2>/dev/null)),--ServerApp.allow_root=True,)
-present: $(CONFIGURED)
+RISE_SETTINGS := $(VENV)/share/jupyter/lab/settings/overrides.d/course-rise.json
+$(RISE_SETTINGS): scripts/slides_template/rise/overrides.json | $(STAMP)
+	mkdir -p $(dir $@)
+	cp scripts/slides_template/rise/overrides.json $@
+present: $(CONFIGURED) $(RISE_SETTINGS)
 	$(BIN)/python -m jupyterlab_rise "$(NB)" $(ROOT_FLAG) $(PRESENT_FLAGS)
 
 benchmark: $(CONFIGURED)

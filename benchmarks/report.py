@@ -382,9 +382,14 @@ def sweep_verdict(rows) -> str:
                   "beyond one standard deviation of the seeds" if len(common) > 1 else "one seed cannot tell")
         per_seed = {setting: {r["seed"]: metric(r, SWEEP_EPOCH, "valid") for r in records}
                     for setting, _, _, records in rows if setting in (best, recipe)}
-        paired = ", ".join(f"{per_seed[best][s] - per_seed[recipe][s]:+.1f}" for s in common)
-        verdict = (f"{best} is best, {gap:.1f} above the recipe's setting ({within}; "
-                   f"seed by seed {paired})")
+        gaps = [per_seed[best][s] - per_seed[recipe][s] for s in common]
+        paired = ", ".join(f"{g:+.1f}" for g in gaps)
+        if len(gaps) > 1 and not (all(g > 0 for g in gaps) or all(g < 0 for g in gaps)):
+            verdict = (f"{best} has the highest mean, {gap:.1f} above the recipe's setting, but the seeds disagree "
+                       f"in sign (seed by seed {paired}): validation does not separate them")
+        else:
+            verdict = (f"{best} is best, {gap:.1f} above the recipe's setting ({within}; "
+                       f"seed by seed {paired})")
     return f"{where}, validation BLEU after epoch {SWEEP_EPOCH}: {listing}; {verdict}."
 
 

@@ -5,7 +5,7 @@ The course defaults (``TrainConfig``: batches of 128 sentences, 200 warm-up step
 i.e. a peak learning rate of ``(64 * 200)^-0.5 = 8.8e-3``; no dropout) were tuned on the toy corpus for
 the default 64-wide, 2+2-layer model. Whether they transfer is the question: at ``d_model`` 256 with 3
 post-norm layers the same schedule peaks at 4.4e-3 after a 200-step warm-up, higher than the validation
-sweep's "peak x2" below (3.6e-3 after a longer warm-up), which already falls behind the recipe.
+sweep's "peak x2" below (3.6e-3 after a longer warm-up), which falls behind the recipe by epoch 4.
 
 :func:`choose_recipe` keeps the toy defaults at the toy size (the *anchor*: ``d_model`` 64, 2 layers)
 and scales from there:

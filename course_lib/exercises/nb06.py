@@ -114,7 +114,7 @@ def _why(row: int, col: int) -> str:
         reason = ("the whole German sentence is known before the decoder writes a word: is there a future to hide "
                   "from a query in cross-attention?")
     else:
-        reason = "a real German word: is anything blocking it?"
+        reason = "a real German key (not <pad>; <eos> included): is anything blocking it?"
     return f"{where} is wrong. Hint: {reason}"
 
 

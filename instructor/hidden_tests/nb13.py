@@ -17,15 +17,21 @@ def fixed_layer_norm(student_cls):
     for case, d, scale, shift in [("d 7, large values", 7, 40.0, -3.0), ("d 2", 2, 1.0, 0.5),
                                   ("d 33, near-constant rows", 33, 1e-3, 2.0)]:
         module = call("13.1", student_cls, f"RepairedLayerNorm({d})", d)
-        vectors = [p for p in module.parameters() if tuple(p.shape) == (d,)]
+        # By name, so that the values are set on the student's own module: in the sandbox, module.parameters()
+        # hands back copies, while an attribute fetched by name is the kernel's tensor itself.
+        names = [name for name, p in module.named_parameters() if tuple(p.shape) == (d,)]
         x = torch.randn(3, 4, d, generator=g) * scale + shift
         reference = nn.LayerNorm(d)
-        if len(vectors) == 2:  # gamma, beta in that order: give them values that matter
+        if len(names) == 2:  # gamma, beta in that order: give them values that matter
+            gamma, beta = torch.rand(d, generator=g) + 0.5, torch.randn(d, generator=g)
             with torch.no_grad():
-                vectors[0].copy_(torch.rand(d, generator=g) + 0.5)
-                vectors[1].copy_(torch.randn(d, generator=g))
-                reference.weight.copy_(vectors[0])
-                reference.bias.copy_(vectors[1])
+                for name, value in zip(names, (gamma, beta), strict=True):
+                    target = module
+                    for part in name.split("."):
+                        target = getattr(target, part)
+                    target.copy_(value)
+                reference.weight.copy_(gamma)
+                reference.bias.copy_(beta)
         with torch.no_grad():
             got = call("13.1", module, case, x.clone())
             expected = reference(x)

@@ -313,7 +313,7 @@ def full_horizon(runs) -> tuple[str, str]:
         verdict = "tied is ahead on every seed: validation favours the recipe's tied output"
     else:
         verdict = "the seeds disagree in sign: validation does not separate the two"
-    sentence = (f"After epoch {last} (validation, seeds {', '.join(map(str, seeds))}): tied "
+    sentence = (f"After epoch {last} (validation, seed{'s' if len(seeds) > 1 else ''} {', '.join(map(str, seeds))}): tied "
                 f"{summary([metric(tied[s], last, 'valid') for s in seeds])['mean']:.1f}, "
                 f"untied {summary([metric(untied[s], last, 'valid') for s in seeds])['mean']:.1f}, "
                 f"untied minus tied {mean_gap:+.1f} (seed by seed {', '.join(f'{g:+.1f}' for g in gaps)}); {verdict}.")
@@ -409,6 +409,9 @@ def sweep_sentences(runs) -> str:
                  + (f" over {len(records)} seeds" if len(records) > 1 else "") for setting, peak, _, records in rows]
         lines.append(f"- {label}: validation BLEU after epoch {SWEEP_EPOCH}: " + "; ".join(parts) + ". "
                      + sweep_verdict(rows))
+    _, whole = full_horizon(runs)
+    if whole:
+        lines.append("- The untied output over the whole 10-epoch schedule against the tied recipe (`--full-horizon`). " + whole)
     if not lines:
         return "No sweep results yet.\n"
     return "\n".join(lines) + "\n"

@@ -281,5 +281,7 @@ def test_the_recipe_docstring_s_claim_about_the_sweep_holds_in_the_results_files
             for epoch in (2, 4)}
     assert sum(gaps[2]) < 0 < sum(gaps[4]), gaps
     assert sorted(g > 0 for g in gaps[4]) == [False, True, True], gaps
+    assert "tied output ends ahead on every seed" in " ".join(course_lib.recipe.__doc__.split())
+    assert report.full_horizon(runs)[1].endswith("tied is ahead on every seed: validation favours the recipe's tied output.")
     verdict = report.sweep_verdict(rows)
     assert "untied output has the highest mean" in verdict and "the seeds disagree in sign" in verdict, verdict

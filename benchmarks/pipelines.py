@@ -1,6 +1,7 @@
 """The three training pipelines of ``benchmarks/real_data.py``, each trainable one epoch at a time.
 
-* ``course``: exactly what ``python -m course_lib.train`` does with the same flags: cased spaCy words,
+* ``course``: exactly what ``python -m course_lib.train`` does with the same flags: cased spaCy words (or
+  their BPE pieces with ``--subword-merges``),
   the recipe of :mod:`course_lib.recipe` for every recipe flag not given, the course ``Transformer``,
   the course loop (label-smoothed loss, warm-up schedule, clipping 1.0, weight average).
 * ``torch_recipe``: ``nn.Transformer`` of the same size inside the course's embeddings, positions and
@@ -63,10 +64,10 @@ class Pipeline:
         """Train one epoch; returns ``{"step", "tokens", "train_loss"}``."""
         raise NotImplementedError
 
-    def translate(self, split: str) -> list[list[str]]:
-        """Greedy output tokens for every source sentence of ``split`` ("valid" or "test")."""
+    def translate(self, split: str, beam_size: int = 1) -> list[list[str]]:
+        """Output tokens for every source sentence of ``split`` ("valid" or "test"); greedy unless ``beam_size`` > 1."""
         with torch.no_grad():
-            return translate_token_lists(self.model, self.sources[split], *self.vocabs)
+            return translate_token_lists(self.model, self.sources[split], *self.vocabs, beam_size=beam_size)
 
     def num_parameters(self) -> int:
         return sum(p.numel() for p in {id(p): p for p in self.model.parameters()}.values())
@@ -86,7 +87,10 @@ class CourseData:
         self.options = cli.build_parser().parse_args(argv)
         splits = cli.load_splits(self.options)
         tokenizers = data.default_tokenizers(src_lang=args.src_lang, tgt_lang=args.tgt_lang)
-        self.tokens = {name: data.tokenize_pairs(pairs, tokenizers) for name, pairs in splits.items()}
+        words = {name: data.tokenize_pairs(pairs, tokenizers) for name, pairs in splits.items()}
+        self.tokens = cli.apply_subwords(self.options, words, log=lambda *_: None)  # BPE pieces if --subword-merges
+        self.units = (f"cased BPE pieces ({self.options.subword_merges:,} merges per language)"
+                      if self.options.subword_merges else "cased words")
         self.recipe = cli.apply_recipe(self.options, cli.given_options(argv), self.tokens["train"])
         self.vocabs = data.build_vocabs(self.tokens["train"], min_freq=self.options.min_freq)
         self.config = cli.model_config(self.options, *self.vocabs)
@@ -113,16 +117,16 @@ class CourseRecipePipeline(Pipeline):
         self.sources = {split: [s for s, _ in shared.tokens[split]] for split in ("valid", "test")}
         self.unknown = {split: loading.unknown_rate(shared.tokens[split], *self.vocabs) for split in ("valid", "test")}
         self.description = (f"{self.num_parameters():,} parameters, vocab {len(self.vocabs[0])}/{len(self.vocabs[1])}, "
-                            f"cased words, the course recipe:\n{shared.recipe.describe()}")
+                            f"{shared.units}, the course recipe:\n{shared.recipe.describe()}")
 
     def run_epoch(self) -> dict:
         with self.own_random_state():
             entry = next(self.steps)[-1]
         return {"step": entry["step"], "tokens": entry["tokens"], "train_loss": entry["train_loss"]}
 
-    def translate(self, split: str) -> list[list[str]]:
+    def translate(self, split: str, beam_size: int = 1) -> list[list[str]]:
         with self.own_random_state():
-            return super().translate(split)
+            return super().translate(split, beam_size)
 
 
 class ClassicBatchSampler(data.BucketBatchSampler):
@@ -225,7 +229,7 @@ class ClassicPipeline(Pipeline):
                 tokens += n
         return {"step": self.step, "tokens": int(tokens), "train_loss": loss_sum / max(tokens, 1)}
 
-    def translate(self, split: str) -> list[list[str]]:
+    def translate(self, split: str, beam_size: int = 1) -> list[list[str]]:
         self.model.eval()
         with self.own_random_state():
-            return super().translate(split)
+            return super().translate(split, beam_size)

@@ -2,8 +2,9 @@
 Multi30k recipe (see ``benchmarks/pipelines.py``), on the same files, threads and epochs, trained
 INTERLEAVED epoch by epoch, one seed at a time, with a results file per pipeline and seed.
 
-After every epoch each pipeline translates the whole validation and test splits greedily; both are
-scored (:func:`course_lib.evaluation.score_outputs`: detokenized output against the raw reference
+After every epoch each pipeline translates the whole validation and test splits greedily (with
+``--test-last-only`` the test split only after the last epoch; ``--beam-last B`` adds beam search of
+size B on both after the last epoch); both are scored (:func:`course_lib.evaluation.score_outputs`: detokenized output against the raw reference
 lines, sacrebleu 13a, cased and lower-cased, plus the tokenized lower-cased figure of published
 Multi30k results, with signatures; ``<unk>`` kept and counted). Choices (best epoch, recipe constants)
 are to be read from ``valid`` only; ``benchmarks/report.py`` does so and reports ``test`` once.
@@ -72,6 +73,10 @@ def parse_args(argv):
                         help="stop after this epoch, the schedule still planned for --epochs (sweeps of shorter runs)")
     parser.add_argument("--valid-only", action="store_true",
                         help="score only the validation split (sweeps: choices never see the test split)")
+    parser.add_argument("--test-last-only", action="store_true",
+                        help="score the test split only after the last epoch (validation after every epoch)")
+    parser.add_argument("--beam-last", type=int, metavar="BEAM",
+                        help="after the last epoch also decode validation and test with beam search of this size")
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
     parser.add_argument("--pipelines", default=",".join(PIPELINES), help=f"comma-separated, of: {', '.join(PIPELINES)}")
@@ -92,6 +97,10 @@ def parse_args(argv):
     if unknown or not wanted:
         parser.error(f"--pipelines: unknown {unknown or 'nothing given'}; expected some of {', '.join(PIPELINES)}")
     args.pipelines = wanted
+    if args.beam_last is not None and args.beam_last < 2:
+        parser.error(f"--beam-last: expected a beam size of at least 2, got {args.beam_last}")
+    if args.valid_only and args.test_last_only:
+        parser.error("--valid-only and --test-last-only: give one of them")
     if args.stop_after is not None and not 1 <= args.stop_after <= args.epochs:
         parser.error(f"--stop-after: expected an epoch from 1 to --epochs ({args.epochs}), got {args.stop_after}")
     return args, course_flags
@@ -107,7 +116,7 @@ def run_name(args, course_flags) -> str:
 def settings_key(args, course_flags) -> dict:
     """The settings a results file must share to count as the same experiment."""
     keep = {k: v for k, v in vars(args).items() if k not in ("seeds", "pipelines", "force", "run", "results_dir")}
-    for optional in ("stop_after", "valid_only"):  # recorded only when used, so older results keep their key
+    for optional in ("stop_after", "valid_only", "test_last_only", "beam_last"):  # recorded only when used, so older results keep their key
         if not keep.get(optional):
             keep.pop(optional, None)
     keep["data_dir"] = Path(args.data_dir).name
@@ -147,11 +156,11 @@ def build_pipelines(wanted, seed, args, course_flags, files, device):
     return [p for name in PIPELINES for p in pipelines if p.name == name]
 
 
-def evaluate(pipeline, references: dict, tokenizer, splits=("valid", "test")) -> dict:
+def evaluate(pipeline, references: dict, tokenizer, splits=("valid", "test"), beam_size: int = 1) -> dict:
     result = {}
     for split in splits:
         start = time.perf_counter()
-        outputs = pipeline.translate(split)
+        outputs = pipeline.translate(split, beam_size)
         seconds = time.perf_counter() - start
         scores = score_outputs(outputs, references[split], tokenizer)
         scores["decode_seconds"] = round(seconds, 2)
@@ -190,15 +199,23 @@ def run_seed(seed, args, course_flags, files, references, tokenizer, device, fol
             row["train_cpu_seconds"] = round(time.process_time() - cpu, 2)
             row["tokens_per_s"] = round(row["tokens"] / row["train_seconds"], 1)
             row["load_average"] = round(os.getloadavg()[0], 2) if hasattr(os, "getloadavg") else None  # > threads: disturbed
-            row.update(evaluate(p, references, tokenizer, splits))
+            final = epoch == last
+            row.update(evaluate(p, references, tokenizer, splits if final or not args.test_last_only else ("valid",)))
+            if final and args.beam_last:
+                row["beam"] = {"size": args.beam_last, **evaluate(p, references, tokenizer, splits, args.beam_last)}
             row["epoch"] = epoch
             record = records[p.name]
             record["epochs"].append(row)
-            record["complete"] = epoch == last
+            record["complete"] = final
             record["updated"] = now()
             write_atomic(folder / f"{p.name}-seed{seed}.json", record)
             test = (f" test {row['test']['bleu_lc']:5.2f}  (tok lc test {row['test']['bleu_tok_lc']:5.2f}, "
                     f"<unk> {100 * row['test']['unk_share']:.1f}%)") if "test" in row else ""
+            if "beam" in row:
+                beam = row["beam"]
+                test += (f"; beam {beam['size']}: valid {beam['valid']['bleu_lc']:5.2f}" +
+                         (f" test {beam['test']['bleu_lc']:5.2f} (tok lc {beam['test']['bleu_tok_lc']:5.2f})"
+                          if "test" in beam else ""))
             print(f"seed {seed} epoch {epoch:2d}  {p.name:12s} step {row['step']:5d}  train {row['train_seconds']:7.1f}s  "
                   f"{row['tokens_per_s']:7.0f} tok/s  loss {row['train_loss']:.3f}  BLEU lc valid "
                   f"{row['valid']['bleu_lc']:5.2f}{test}", flush=True)

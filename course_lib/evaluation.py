@@ -14,6 +14,9 @@ standard ``13a`` tokenization against the *raw* reference sentences, with sacreb
   (hardware, epochs, vocabulary, checkpoint choice: bentrevett's tutorial scores the checkpoint with the
   best validation loss).
 
+Subword output (BPE pieces, ``--subword-merges``) is glued back into words before either figure, so it is
+scored exactly like word output.
+
 One known cost: spaCy splits intra-word hyphens ("t-shirt" becomes ``t - shirt``) and the output keeps
 them spaced, so such words never match a raw reference (37 of Multi30k's 1,000 ``test_2016_flickr``
 references have one); every pipeline that outputs spaCy words pays it alike.
@@ -33,6 +36,7 @@ from dataclasses import dataclass, field
 from torch import nn
 
 from .decoding import translate_token_lists
+from .subword import is_subword_sequence, pieces_to_words
 from .tokenization import UNK, Vocab, detokenize
 
 
@@ -80,7 +84,8 @@ def score_outputs(hypothesis_tokens: Sequence[Sequence[str]], references: Sequen
     hypothesis_tokens = [list(tokens) for tokens in hypothesis_tokens]
     _check_aligned(hypothesis_tokens, references)
     texts = [detokenize(tokens) for tokens in hypothesis_tokens]
-    tokenized_hyps = [" ".join(tokens).lower() for tokens in hypothesis_tokens]
+    words = [pieces_to_words(tokens) if is_subword_sequence(tokens) else tokens for tokens in hypothesis_tokens]
+    tokenized_hyps = [" ".join(tokens).lower() for tokens in words]  # BPE pieces glued into words first
     tokenized_refs = [" ".join(tokenizer(reference)).lower() for reference in references]
     metrics = {"bleu": (BLEU(), texts, list(references)), "bleu_lc": (BLEU(lowercase=True), texts, list(references)),
                "bleu_tok_lc": (BLEU(lowercase=True, tokenize="none", force=True), tokenized_hyps, tokenized_refs)}

@@ -182,6 +182,36 @@ def learn_subwords(train_tokens, merges: int):
         raise UsageError(str(exc)) from None
 
 
+def apply_subwords(args, tokens: dict, log=print, saved_config: dict | None = None) -> dict:
+    """Cut the word tokens of every split into BPE pieces if ``--subword-merges`` asks for it (or a resumed
+    checkpoint was trained on pieces); sets ``args.subword_tokenizers`` (None: whole words).
+
+    Args:
+        args: the parsed options (``subword_merges``).
+        tokens: ``{split: [(source words, target words), ...]}``; the merges are learned from ``"train"``.
+        log: where the one-line summary goes.
+        saved_config: a resumed checkpoint's ``train_config`` (its merges win over ``--subword-merges``).
+
+    Returns:
+        ``tokens`` unchanged, or the same splits as BPE pieces.
+    """
+    subwords = None
+    if (saved_config or {}).get("src_subword_merges"):
+        subwords = subword_tokenizers(saved_config)
+    elif args.subword_merges:
+        subwords = learn_subwords(tokens["train"], args.subword_merges)
+    args.subword_tokenizers = subwords
+    if subwords is None:
+        return tokens
+    word_unknown = {name: unknown_rate(tokens[name], *data.build_vocabs(tokens["train"], min_freq=2))
+                    for name in ("valid", "test")}
+    log(f"subwords: {len(subwords[0])}/{len(subwords[1])} BPE merges; with whole words (min_freq 2) "
+        + ", ".join(f"{100 * w[0]:.1f}%/{100 * w[1]:.1f}% of {n}" for n, w in word_unknown.items())
+        + " would be <unk>")
+    return {name: [(subwords[0].tokenize(s), subwords[1].tokenize(t)) for s, t in pairs]
+            for name, pairs in tokens.items()}
+
+
 def load_splits(args) -> dict[str, list[tuple[str, str]]]:
     """Raw (source, target) pairs for train/valid/test from the options (:func:`course_lib.loading.load_splits`)."""
     try:
@@ -307,20 +337,8 @@ def _main(argv: Sequence[str] | None = None) -> int:
         except ValueError as exc:
             raise UsageError(str(exc)) from None
         tokens = {name: data.tokenize_pairs(pairs, tokenizers) for name, pairs in splits.items()}
-        subwords = None
-        if args.resume and (saved.get("train_config") or {}).get("src_subword_merges"):
-            subwords = subword_tokenizers(saved["train_config"])
-        elif args.subword_merges:
-            subwords = learn_subwords(tokens["train"], args.subword_merges)
-        if subwords is not None:
-            word_unknown = {name: unknown_rate(tokens[name], *data.build_vocabs(tokens["train"], min_freq=2))
-                            for name in ("valid", "test")}
-            log(f"subwords: {len(subwords[0])}/{len(subwords[1])} BPE merges; with whole words (min_freq 2) "
-                + ", ".join(f"{100 * w[0]:.1f}%/{100 * w[1]:.1f}% of {n}" for n, w in word_unknown.items())
-                + " would be <unk>")
-            tokens = {name: [(subwords[0].tokenize(s), subwords[1].tokenize(t)) for s, t in pairs]
-                      for name, pairs in tokens.items()}
-        args.subword_tokenizers = subwords
+        saved_config = (saved.get("train_config") or {}) if args.resume else {}
+        tokens = apply_subwords(args, tokens, log, saved_config)
         recipe = apply_recipe(args, given, tokens["train"])
         src_vocab, tgt_vocab = data.build_vocabs(tokens["train"], min_freq=args.min_freq)
         if args.resume:  # the vocabularies must be the ones the checkpoint was trained with

@@ -16,7 +16,7 @@ from course_lib.decoding import (
     translate_sentences,
     translate_token_lists,
 )
-from course_lib.evaluation import corpus_bleu, evaluate_translation, exact_match_rate
+from course_lib.evaluation import corpus_bleu, evaluate_translation, exact_match_rate, score_outputs
 from course_lib.model import Transformer, TransformerConfig
 from course_lib.tokenization import EOS_ID, PAD_ID, Vocab
 from course_lib.utils import configure_threads
@@ -186,6 +186,21 @@ def test_bleu_equals_sacrebleu_and_exact_match_counts_sentences():
     assert math.isclose(exact_match_rate(hyps, refs), 1 / 3)
     with pytest.raises(ValueError, match="2 hypotheses but 3 references"):
         corpus_bleu(hyps[:2], refs)
+
+
+def test_subword_output_scores_exactly_like_the_same_words():
+    """BPE pieces are glued into words before both the detokenized and the tokenized lower-cased figure."""
+    from course_lib.tokenization import Tokenizer
+
+    words = [["A", "dog", "runs", "on", "the", "t", "-", "shirt", "."], ["Two", "Hundefutter", "bowls", "."]]
+    pieces = [["A</w>", "do", "g</w>", "runs</w>", "on</w>", "the</w>", "t</w>", "-</w>", "shirt</w>", ".</w>"],
+              ["Two</w>", "Hunde", "futter</w>", "bow", "ls</w>", ".</w>"]]
+    refs = ["A dog runs in the t-shirt.", "Two dog food bowls."]
+    tokenizer = Tokenizer("en")
+    as_words, as_pieces = score_outputs(words, refs, tokenizer), score_outputs(pieces, refs, tokenizer)
+    for name in ("bleu", "bleu_lc", "bleu_tok_lc"):
+        assert as_pieces[name] == pytest.approx(as_words[name]), name
+    assert 0 < as_words["bleu_tok_lc"] < 100
 
 
 def test_shipped_checkpoint_translates_the_test_split_with_bleu_at_least_97():

@@ -285,3 +285,40 @@ def test_the_recipe_docstring_s_claim_about_the_sweep_holds_in_the_results_files
     assert report.full_horizon(runs)[1].endswith("tied is ahead on every seed: validation favours the recipe's tied output.")
     verdict = report.sweep_verdict(rows)
     assert "untied output has the highest mean" in verdict and "the seeds disagree in sign" in verdict, verdict
+
+
+def _stretch_record(seed: int, greedy: float, beam: float, test_greedy: float, test_beam: float,
+                    seconds: float = 200.0) -> dict:
+    record = _record("course", seed, [10.0, greedy], [0.0, test_greedy])
+    del record["epochs"][0]["test"]  # --test-last-only: test after the last epoch only
+    for row in record["epochs"]:
+        row["train_seconds"] = seconds
+    record["epochs"][-1]["beam"] = {
+        "size": 4,
+        "valid": {"bleu": beam, "bleu_lc": beam, "bleu_tok_lc": beam, "unk_share": 0.0},
+        "test": {"bleu": test_beam - 2, "bleu_lc": test_beam - 1, "bleu_tok_lc": test_beam, "unk_share": 0.0,
+                 "signatures": {"bleu_lc": "lc"}}}
+    record["settings"]["args"].update(test_last_only=True, beam_last=4)
+    return record
+
+
+def test_stretch_chooses_the_decoding_on_validation_and_needs_three_seeds_in_time():
+    report = _load("report")
+    # beam wins on validation: its test figures are reported, not greedy's (which are higher here on purpose)
+    rs = [_stretch_record(s, 38.0, 39.0, 45.0, 40.0 + s) for s in range(2)]
+    res = report.stretch_result({"course": rs})
+    assert res["decoding"] == "beam 4" and res["test_tok_lc"]["mean"] == 40.5
+    assert res["verdict"] == "2 of 3 seeds finished: no verdict yet"
+    rs.append(_stretch_record(2, 38.0, 39.0, 45.0, 40.0))
+    res = report.stretch_result({"course": rs})
+    assert res["verdict"].startswith("met for the tokenized lower-cased figure") and "not for the detokenized" in res["verdict"]
+    # greedy wins on validation: greedy's test figures
+    rs = [_stretch_record(s, 39.0, 38.0, 41.0, 50.0) for s in range(3)]
+    res = report.stretch_result({"course": rs})
+    assert res["decoding"] == "greedy" and res["test_tok_lc"]["mean"] == 41.0
+    # over the budget: 2 epochs of 1,801 s is 60.03 minutes
+    rs = [_stretch_record(s, 38.0, 39.0, 45.0, 45.0, seconds=1801.0) for s in range(3)]
+    assert report.stretch_result({"course": rs})["verdict"].startswith("not met: the slowest seed trained 60 minutes")
+    text = report.render_stretch("stretch-x", {"course": rs})
+    assert "### Stretch run `stretch-x`" in text and "| 0 | 60.0 | 38.0 | 39.0 |" in text
+    assert report.stretch_result({"course": [_stretch_record(0, 1, 2, 3, 4) | {"complete": False}]}) is None

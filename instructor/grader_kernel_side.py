@@ -38,9 +38,21 @@ def _tensor(value):
             "data": base64.b64encode(array.tobytes()).decode("ascii")}
 
 
-def encode(value, depth: int = 0, by_reference_tensors: bool = False):
-    """``value`` as tagged JSON data: plain values by value, anything else as a handle."""
+def encode(value, depth: int = 0, by_reference_tensors: bool = False, parameters_by_reference: bool = False):
+    """``value`` as tagged JSON data: plain values by value, anything else as a handle.
+
+    Args:
+        value: what to send to the grader.
+        depth: nesting depth so far (containers deeper than ``MAX_DEPTH`` become handles).
+        by_reference_tensors: send ``value`` itself as a handle if it is a tensor (an attribute the grader
+            may change in place, such as ``module.weight``).
+        parameters_by_reference: send every ``nn.Parameter`` inside ``value`` as a handle (iterating
+            ``module.parameters()``), so that the grader reaches a module's weights the same way whether it
+            fetches them by name or by iteration: in place changes land on the student's module.
+    """
     torch = sys.modules.get("torch")
+    if parameters_by_reference and torch is not None and type(value) is torch.nn.Parameter:
+        by_reference_tensors = True
     if value is None or isinstance(value, (bool, int, str)):
         return value if not isinstance(value, int) or isinstance(value, bool) or abs(value) < 2**53 else \
             {"t": "int", "v": str(value)}
@@ -57,9 +69,11 @@ def encode(value, depth: int = 0, by_reference_tensors: bool = False):
         if type(value) in (tuple, list, set, frozenset) and len(value) <= MAX_ITEMS:
             items = sorted(value, key=repr) if isinstance(value, (set, frozenset)) else value
             kind = {tuple: "tuple", list: "list", set: "set", frozenset: "set"}[type(value)]
-            return {"t": kind, "v": [encode(v, depth + 1) for v in items]}
+            return {"t": kind, "v": [encode(v, depth + 1, parameters_by_reference=parameters_by_reference)
+                                     for v in items]}
         if type(value) is dict and len(value) <= MAX_ITEMS and all(isinstance(k, (str, int)) for k in value):
-            return {"t": "dict", "v": [[encode(k), encode(v, depth + 1)] for k, v in value.items()]}
+            return {"t": "dict", "v": [[encode(k), encode(v, depth + 1, parameters_by_reference=parameters_by_reference)]
+                                       for k, v in value.items()]}
         numpy = sys.modules.get("numpy")
         if numpy is not None and isinstance(value, numpy.generic):
             return encode(value.item(), depth + 1)
@@ -121,7 +135,7 @@ def serve() -> None:
             torch.set_grad_enabled(grad)
             if rng is not None:  # the grader's random state: a seeded hidden case draws the same numbers here
                 torch.set_rng_state(rng)
-        by_reference = False
+        by_reference = parameters = False
         if op == "call":
             result = obj(*payload[0], **payload[1])
         elif op == "call_ruled":  # the exercise's rules (hidden_tests/rules.py) watch the student's code run here
@@ -136,15 +150,18 @@ def serve() -> None:
             by_reference = True  # a module's weight is changed in place by the tests
         elif op == "list":
             result = list(obj)
+            parameters = True  # module.parameters(), named_parameters(): the kernel's own, as by getattr
         elif op == "next":
             result = next(obj)
+            parameters = True
         elif op == "len":
             result = len(obj)
         elif op == "getitem":
             result = obj[payload]
+            parameters = True  # a ParameterList's item, a state dict's entry: the kernel's own
         else:
             raise ValueError(f"unknown request {op!r}")
-        answer = {"ok": encode(result, by_reference_tensors=by_reference)}
+        answer = {"ok": encode(result, by_reference_tensors=by_reference, parameters_by_reference=parameters)}
         if torch is not None:
             answer["rng"] = encode(torch.get_rng_state())  # and back: the grader continues from here
         _respond(answer)

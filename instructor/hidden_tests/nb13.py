@@ -17,8 +17,8 @@ def fixed_layer_norm(student_cls):
     for case, d, scale, shift in [("d 7, large values", 7, 40.0, -3.0), ("d 2", 2, 1.0, 0.5),
                                   ("d 33, near-constant rows", 33, 1e-3, 2.0)]:
         module = call("13.1", student_cls, f"RepairedLayerNorm({d})", d)
-        # By name, so that the values are set on the student's own module: in the sandbox, module.parameters()
-        # hands back copies, while an attribute fetched by name is the kernel's tensor itself.
+        # The values must land on the student's own module: in the sandbox its parameters, fetched by name or
+        # by iteration, are the kernel's tensors (tests/test_remote_proxy.py); set here by name.
         names = [name for name, p in module.named_parameters() if tuple(p.shape) == (d,)]
         x = torch.randn(3, 4, d, generator=g) * scale + shift
         reference = nn.LayerNorm(d)

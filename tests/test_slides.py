@@ -8,7 +8,7 @@ set exactly with the DevTools device metrics) visits every slide of every deck a
   lies inside the window, and no element inside it hides content behind a scroll bar or a clip;
 * every piece of text (body, lists, tables, code, outputs, headings) renders at >= 28 px on a
   1920 x 1080 screen: computed font size x the scale reveal.js applies;
-* at most 80 words of prose on a slide (counted as build_slides.count_words counts them: formulas are
+* at most 80 words of prose on a slide (counted as slide_words.count_words counts them: formulas are
   one word each, code and speaker notes are not counted);
 * every deck has speaker notes.
 
@@ -30,6 +30,9 @@ from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook, new_outp
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "scripts"))
 import build_slides  # noqa: E402
+import slide_heights  # noqa: E402
+import slide_layout  # noqa: E402
+import slide_words  # noqa: E402
 
 NOTEBOOKS = sorted((ROOT / "notebooks").glob("*.ipynb"))
 SCREENS = [(1920, 1080), (1280, 720)]
@@ -141,7 +144,7 @@ def test_the_window_is_the_screen_size(measured):
     (width, height), results = measured
     for name, result in results.items():
         assert result["viewport"] == [width, height], name
-        assert result["size"] == [build_slides.SLIDE_WIDTH, build_slides.SLIDE_HEIGHT]
+        assert result["size"] == [slide_heights.SLIDE_WIDTH, slide_heights.SLIDE_HEIGHT]
         assert result["scale"] == pytest.approx(result["boxScale"], rel=0.01), name  # reveal.js's scale is real
         assert len(result["slides"]) >= 5, name
 
@@ -235,26 +238,26 @@ def test_measurement_catches_overflow(tmp_path):
 
 
 def test_words_count_formulas_once_and_code_not_at_all():
-    assert build_slides.count_words("Two words") == 2
-    assert build_slides.count_words("The $QK^\\top$ product, $$\\mathrm{softmax}(x_i)$$ done.") == 5
-    assert build_slides.count_words("Call `nn.Linear` - see [the docs](https://pytorch.org).") == 5
-    assert build_slides.count_words("```python\nx = 1\ny = 2\n```") == 0
-    assert build_slides.count_words("- one\n- two\n1. three") == 3
-    assert build_slides.count_words("<!-- hidden --> shown") == 1
+    assert slide_words.count_words("Two words") == 2
+    assert slide_words.count_words("The $QK^\\top$ product, $$\\mathrm{softmax}(x_i)$$ done.") == 5
+    assert slide_words.count_words("Call `nn.Linear` - see [the docs](https://pytorch.org).") == 5
+    assert slide_words.count_words("```python\nx = 1\ny = 2\n```") == 0
+    assert slide_words.count_words("- one\n- two\n1. three") == 3
+    assert slide_words.count_words("<!-- hidden --> shown") == 1
 
 
 def test_word_budget_moves_whole_paragraphs_to_the_notes_and_keeps_the_heading():
     paragraphs = [" ".join([SENTENCE] * 3) for _ in range(4)]  # 39 words each
-    shown, notes = build_slides.trim_to_budget("## Title\n\n" + "\n\n".join(paragraphs))
+    shown, notes = slide_words.trim_to_budget("## Title\n\n" + "\n\n".join(paragraphs))
     assert shown.startswith("## Title")
-    assert shown.count(SENTENCE) == 6 and build_slides.count_words(shown) <= MAX_WORDS  # heading + 2 paragraphs
+    assert shown.count(SENTENCE) == 6 and slide_words.count_words(shown) <= MAX_WORDS  # heading + 2 paragraphs
     assert notes == "\n\n".join(paragraphs[2:])  # the rest, whole and in order
 
 
 def test_an_overlong_first_paragraph_keeps_its_first_sentences():
     paragraph = " ".join(f"Sentence {i} says that attention weights sum to one, e.g. over the keys." for i in range(9))
-    shown, notes = build_slides.trim_to_budget(f"### Heading\n\n{paragraph}")
-    assert shown.startswith("### Heading\n\n") and build_slides.count_words(shown) <= MAX_WORDS
+    shown, notes = slide_words.trim_to_budget(f"### Heading\n\n{paragraph}")
+    assert shown.startswith("### Heading\n\n") and slide_words.count_words(shown) <= MAX_WORDS
     body = shown.split("\n\n", 1)[1]
     assert body.endswith("keys.") and notes.startswith("Sentence ")  # cut between sentences, not after "e.g."
     assert f"{body} {notes}" == paragraph
@@ -262,33 +265,33 @@ def test_an_overlong_first_paragraph_keeps_its_first_sentences():
 
 def test_a_short_cell_is_left_alone():
     text = "## Title\n\nShort.\n\n- a\n- b"
-    assert build_slides.trim_to_budget(text) == (text, "")
+    assert slide_words.trim_to_budget(text) == (text, "")
 
 
 def test_a_long_code_cell_is_split_at_line_boundaries_onto_continuation_slides():
     nb = new_notebook(cells=[_md("## Long code", "slide"), _code(LONG_CODE)])
-    slides = build_slides.layout_slides(nb)
+    slides = slide_layout.layout_slides(nb)
     pieces = [c for s in slides for c in s.cells if c.cell_type == "code"]
     assert len(pieces) >= 3
     assert "\n".join(p.source for p in pieces) == LONG_CODE  # every line, in order, none cut
     for slide in slides[1:]:
         assert slide.kind == "subslide"
-        assert slide.cells[0].source == build_slides._continued_header("Long code")
+        assert slide.cells[0].source == slide_layout._continued_header("Long code")
     for slide in slides:
-        assert slide.height <= build_slides.FILL * build_slides.CONTENT_HEIGHT
+        assert slide.height <= slide_layout.FILL * slide_heights.CONTENT_HEIGHT
 
 
 def test_a_cell_that_does_not_fit_under_the_cells_above_starts_a_continuation():
     figure = new_output("display_data", data={"image/png": _png(800, 600), "text/plain": "<Figure>"})
     nb = new_notebook(cells=[_md("## Picture\n\n" + " ".join([SENTENCE] * 5), "slide"),
                              _code("\n".join(f"y = {i}" for i in range(6)), outputs=[figure])])
-    slides = build_slides.layout_slides(nb)
+    slides = slide_layout.layout_slides(nb)
     assert len(slides) == 2 and slides[1].cells[0].source.endswith("Picture (continued)</p>")
     assert slides[1].cells[1].source.startswith("y = 0")  # the whole cell, source and figure together
     (output,) = slides[1].cells[1].outputs
     size = output.metadata.get("image/png", {})
-    height = size.get("height", build_slides.figure_size(output)[1])
-    assert build_slides.FIGURE_MIN_HEIGHT <= height <= build_slides.FIGURE_MAX_HEIGHT
+    height = size.get("height", slide_heights.figure_size(output)[1])
+    assert slide_heights.FIGURE_MIN_HEIGHT <= height <= slide_heights.FIGURE_MAX_HEIGHT
 
 
 def test_ci_and_colab_cells_are_left_out_as_on_the_website():
@@ -300,23 +303,23 @@ def test_ci_and_colab_cells_are_left_out_as_on_the_website():
         _code("print('shown')"),
         _md("Speaker only.", "notes"),
     ])
-    deck = build_slides.deck_notebook(nb)
+    deck = slide_layout.deck_notebook(nb)
     sources = [c.source for c in deck.cells]
     assert "print('shown')" in sources
     assert not any("Course check" in s or "Colab" in s or "site leaves" in s for s in sources)
-    assert [c.source for c in deck.cells if build_slides.slide_type(c) == "notes"] == ["Speaker only."]
+    assert [c.source for c in deck.cells if slide_layout.slide_type(c) == "notes"] == ["Speaker only."]
 
 
 def test_every_notebook_gets_speaker_notes_and_keeps_its_notebook_unchanged():
     for path in NOTEBOOKS:
         before = path.read_bytes()
-        deck = build_slides.deck_notebook(nbformat.read(path, as_version=4))
-        assert any(build_slides.slide_type(c) == "notes" for c in deck.cells), path.name
+        deck = slide_layout.deck_notebook(nbformat.read(path, as_version=4))
+        assert any(slide_layout.slide_type(c) == "notes" for c in deck.cells), path.name
         assert path.read_bytes() == before
 
 
 def _png(width: int, height: int) -> str:
-    """A base64 PNG header of the given size (enough for build_slides.png_size)."""
+    """A base64 PNG header of the given size (enough for slide_heights.png_size)."""
     import base64
     import struct
 

@@ -517,7 +517,10 @@ def stretch_sentence(pipelines: dict[str, list[dict]]) -> str:
     if res is None:
         return ""
     n = len(res["seeds"])
-    return (f"Subwords and a longer run (the tutorial size on 4,000 BPE merges per language, {res['epochs']} epochs, "
+    flags = complete(pipelines["course"])[0]["settings"]["course_flags"]
+    merges = int(flags[flags.index("--subword-merges") + 1]) if "--subword-merges" in flags else 0
+    units = f"{merges:,} BPE merges per language" if merges else "words"
+    return (f"Subwords and a longer run (the tutorial size on {units}, {res['epochs']} epochs, "
             f"{res['decoding']} decoding chosen on validation): test BLEU {fmt(res['test_tok_lc'])} tokenized "
             f"lower-cased (as published Multi30k figures are scored), {fmt(res['test_lc'])} detokenized lower-cased, "
             f"{fmt(res['test_cased'])} cased, after {fmt(res['minutes'], 0)} minutes of training per seed on 2 threads "

@@ -299,6 +299,8 @@ def _stretch_record(seed: int, greedy: float, beam: float, test_greedy: float, t
         "test": {"bleu": test_beam - 2, "bleu_lc": test_beam - 1, "bleu_tok_lc": test_beam, "unk_share": 0.0,
                  "signatures": {"bleu_lc": "lc"}}}
     record["settings"]["args"].update(test_last_only=True, beam_last=4)
+    record["settings"]["course_flags"] = ["--subword-merges", "4000"]
+    record["description"] = "5 parameters, vocab 3969/3852, cased BPE pieces, the course recipe:"
     return record
 
 
@@ -321,4 +323,5 @@ def test_stretch_chooses_the_decoding_on_validation_and_needs_three_seeds_in_tim
     assert report.stretch_result({"course": rs})["verdict"].startswith("not met: the slowest seed trained 60 minutes")
     text = report.render_stretch("stretch-x", {"course": rs})
     assert "### Stretch run `stretch-x`" in text and "| 0 | 60.0 | 38.0 | 39.0 |" in text
+    assert "BPE pieces instead of words (vocab 3969/3852)" in text and "4,000 BPE merges per language" in text
     assert report.stretch_result({"course": [_stretch_record(0, 1, 2, 3, 4) | {"complete": False}]}) is None

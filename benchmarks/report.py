@@ -534,6 +534,11 @@ def render_stretch(run: str, pipelines: dict[str, list[dict]]) -> str:
     first = next(iter(pipelines.values()))[0]
     args = first["settings"]["args"]
     vocab = first["description"].splitlines()[0].split(", ")[1]  # "vocab 3969/3852"
+    flags = first["settings"]["course_flags"]
+    merges = flags[flags.index("--subword-merges") + 1] if "--subword-merges" in flags else "no"
+    parts.append(f"Set before the first seed ran: {int(merges) if merges != 'no' else 0:,} BPE merges per language "
+                 f"(the number the README already suggested), {args['epochs']} epochs (about half the time budget at "
+                 "the `tutorial` run's speed, leaving room for a slower machine) and the beam size.\n")
     parts.append(f"Options: test split scored after the last epoch only (`--test-last-only`); beam search of size "
                  f"{args.get('beam_last', '—')} on validation and test after the last epoch (`--beam-last`). What "
                  f"differs from the `tutorial` run's course pipeline: BPE pieces instead of words ({vocab}), more "
@@ -597,7 +602,8 @@ def render_benchmarks_readme(runs) -> str:
                 f"The target: a mean lower-cased `test_2016_flickr` BLEU of at least {STRETCH_TARGET:.0f} over "
                 f"{STRETCH_SEEDS} seeds within {STRETCH_BUDGET_MINUTES:.0f} minutes of training on 2 threads "
                 "(evaluation not counted). Every choice of this run was fixed before it started or is made on "
-                "validation (the decoding); the test split is scored once per seed, after the last epoch.", ""]
+                "validation (the decoding: greedy, or beam search with the course's length penalty 0.6); the test "
+                "split is scored once per seed, after the last epoch. " + TEST_CAVEAT, ""]
     for run in stretch:
         out.append(render_stretch(run, runs[run]))
     out.append(render_throughput(load_records("throughput")))

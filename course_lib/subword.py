@@ -29,6 +29,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 
 from .bpe import END_OF_WORD, BPETokenizer
+from .tokenization import UNK
 
 MARKER = "\ue000"  # the end-of-word symbol inside `tokenizers`: a private-use character, never in real text
 
@@ -124,11 +125,15 @@ def is_subword_sequence(pieces: Sequence[str]) -> bool:
 def pieces_to_words(pieces: Sequence[str]) -> list[str]:
     """Glue BPE pieces back into word tokens: ``["Hund", "es</w>", ".</w>"] -> ["Hundes", "."]``.
 
-    A trailing word without its final ``"</w>"`` piece (cut off by a length limit) is kept as it is.
+    A trailing word without its final ``"</w>"`` piece (cut off by a length limit) is kept as it is. An
+    ``<unk>`` piece (a piece the vocabulary dropped) stands for a word of its own, never glued to its neighbours.
     """
     words, current = [], ""
     for piece in pieces:
-        if piece.endswith(END_OF_WORD):
+        if piece == UNK:
+            words += [current, UNK] if current else [UNK]
+            current = ""
+        elif piece.endswith(END_OF_WORD):
             words.append(current + piece[: -len(END_OF_WORD)])
             current = ""
         else:

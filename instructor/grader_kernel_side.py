@@ -158,7 +158,7 @@ def serve() -> None:
             result = len(obj)
         elif op == "getitem":
             result = obj[payload]
-            parameters = True  # a ParameterList's item, a state dict's entry: the kernel's own
+            parameters = True  # a ParameterList's item: the kernel's own (state_dict() values are plain tensors: data)
         else:
             raise ValueError(f"unknown request {op!r}")
         answer = {"ok": encode(result, by_reference_tensors=by_reference, parameters_by_reference=parameters)}

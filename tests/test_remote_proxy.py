@@ -58,6 +58,19 @@ def test_in_place_changes_reach_the_module_by_name_and_by_iteration(connect):
     assert torch.equal(proxy.weight.detach(), module.weight.detach())  # values come back on request
 
 
+def test_next_and_getitem_reach_parameters_by_reference_too(connect):
+    """``next(module.parameters())`` and an ``nn.ParameterList`` item are the kernel's parameters as well."""
+    module = nn.Module()
+    module.scales = nn.ParameterList([nn.Parameter(torch.zeros(2)), nn.Parameter(torch.zeros(3))])
+    proxy = connect(module)
+    with torch.no_grad():
+        next(proxy.parameters()).fill_(1.0)
+        proxy.scales[1].fill_(2.0)
+    assert module.scales[0].tolist() == [1.0, 1.0] and module.scales[1].tolist() == [2.0, 2.0, 2.0]
+    (weights,) = [value for value in proxy.state_dict().values() if value.shape == (2,)]
+    assert type(weights) is torch.Tensor  # a state dict's values are plain tensors: they come back as data
+
+
 def test_results_of_calls_come_back_by_value(connect):
     """What the student's code returns is data the grader owns: changing it changes nothing in the kernel."""
     module = nn.Linear(2, 2)

@@ -41,3 +41,4 @@ def test_pieces_glue_back_into_words():
     words = ["newer", "slow", "."]
     assert pieces_to_words(fast.tokenize(words)) == words
     assert pieces_to_words(["n", "ew"]) == ["new"]  # a word cut off before its last piece
+    assert pieces_to_words(["<unk>", "do", "g</w>", "a", "<unk>", "b</w>"]) == ["<unk>", "dog", "a", "<unk>", "b"]

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import re
 import statistics
 import sys
@@ -696,6 +697,19 @@ def render_throughput(records: list[dict]) -> str:
                  for phase in ("train", "eval")]
         lines.append(f"| {r['started'][:10]} | {r['commit'][:7]} | {args['size']} | {r['threads']} | {layer} | "
                      f"{cells[0]} | {cells[1]} |")
+    groups: dict[tuple, list[dict]] = {}
+    for r in records:
+        groups.setdefault((r["arguments"]["size"], r["threads"]), []).append(r)
+    summaries = []
+    for (size, threads), rs in sorted(groups.items()):
+        if len(rs) < 3:
+            continue
+        cells = [fmt(summary([r["results"][phase]["median_round_ratio"] for r in rs]), 2)
+                 if all(phase in r["results"] for r in rs) else "—" for phase in ("train", "eval")]
+        summaries.append(f"- `{size}`, {threads} thread{'s' if threads > 1 else ''}, {len(rs)} runs: ours/torch "
+                         f"(median of rounds) {cells[0]} in training, {cells[1]} in inference (>1: ours faster).")
+    if summaries:
+        lines += ["", "Mean ± s.d. (min–max) over the runs of each setting:", "", *summaries]
     return "\n".join(lines) + "\n"
 
 
@@ -716,6 +730,27 @@ def render_time_to_bleu(records: list[dict]) -> str:
         ratio = t_theirs / t_ours if t_ours and t_ours == t_ours and t_theirs == t_theirs else float("nan")
         lines.append(f"| {r['started'][:10]} | {r['commit'][:7]} | {r['seed']} | {args['clock']} | {r['threads']} | "
                      f"{args['eval_every']:g} s | {t_ours:.1f} s | {t_theirs:.1f} s | {ratio:.2f}x |")
+    groups: dict[tuple, list[dict]] = {}
+    for r in records:
+        groups.setdefault((r["arguments"]["clock"], r["threads"]), []).append(r)
+    summaries = []
+    for (clock, threads), rs in sorted(groups.items()):
+        for level in ("t90", "t97"):
+            times = [({x["name"]: x for x in r["results"]}.get("course_lib", {}).get(level, math.nan),
+                      {x["name"]: x for x in r["results"]}.get("nn.Transformer", {}).get(level, math.nan)) for r in rs]
+            reached = [(a, b) for a, b in times if a == a and b == b and a > 0]
+            if len(rs) < 3:
+                continue
+            if len(reached) < len(rs):
+                summaries.append(f"- {clock} clock, {threads} thread{'s' if threads > 1 else ''}, BLEU {level[1:]}: "
+                                 f"both models reached it in {len(reached)} of {len(rs)} seeds; no mean.")
+                continue
+            summaries.append(f"- {clock} clock, {threads} thread{'s' if threads > 1 else ''}, BLEU {level[1:]}, "
+                             f"{len(rs)} seeds: course {fmt(summary([a for a, _ in reached]))} s, nn.Transformer "
+                             f"{fmt(summary([b for _, b in reached]))} s; ratio nn.Transformer / course "
+                             f"{fmt(summary([b / a for a, b in reached]), 2)} (>1: the course model got there sooner).")
+    if summaries:
+        lines += ["", "Mean ± s.d. (min–max) over seeds:", "", *summaries]
     return "\n".join(lines) + "\n"
 
 

@@ -349,3 +349,23 @@ def test_stretch_splits_the_gain_on_validation_against_the_words_run():
     assert (round(parts["subwords"], 6), round(parts["epochs"], 6), round(parts["decoding"], 6)) == (1.0, 2.0, 1.0)
     sentence = report.stretch_sentence({"course": stretch}, words)
     assert "subwords +1.0 (both after epoch 2), epochs 2–3 +2.0 and the chosen decoding +1.0" in sentence
+
+
+def test_throughput_and_time_to_bleu_tables_summarise_three_runs():
+    report = _load("report")
+    throughput = [{"started": "2026-11-26T09:00:00", "commit": "abcdef0", "threads": 2, "tied_output": {"ours": True},
+                   "arguments": {"size": "real"},
+                   "results": {"train": {"ratio": r, "median_round_ratio": r}, "eval": {"ratio": 1.0, "median_round_ratio": 1.0}}}
+                  for r in (1.0, 1.1, 1.2)]
+    text = report.render_throughput(throughput)
+    assert "- `real`, 2 threads, 3 runs: ours/torch (median of rounds) 1.10 ± 0.10 (1.00–1.20) in training" in text
+    assert "Mean ±" not in report.render_throughput(throughput[:2])  # fewer than 3 runs: rows only
+    runs = [{"started": "2026-11-26T09:00:00", "commit": "abcdef0", "seed": s, "threads": 1,
+             "arguments": {"clock": "wall", "eval_every": 5.0},
+             "results": [{"name": "course_lib", "t90": 10.0, "t97": 20.0},
+                         {"name": "nn.Transformer", "t90": 20.0, "t97": float("nan") if s == 2 else 30.0}]}
+            for s in range(3)]
+    text = report.render_time_to_bleu(runs)
+    assert "BLEU 90, 3 seeds: course 10.0 ± 0.0 (10.0–10.0) s, nn.Transformer 20.0 ± 0.0 (20.0–20.0) s; ratio " \
+           "nn.Transformer / course 2.00 ± 0.00 (2.00–2.00)" in text
+    assert "BLEU 97: both models reached it in 2 of 3 seeds; no mean." in text

@@ -564,7 +564,7 @@ def stretch_sentence(pipelines: dict[str, list[dict]], reference: list[dict] | N
             f"with {decoding}. Test BLEU ({seeds}): {show(res['test_lc'])} lower-cased on detokenized output "
             f"(greedy: {show(res['greedy_test_lc'])}), {show(res['test_tok_lc'])} tokenized lower-cased (how published "
             f"Multi30k figures are scored), {show(res['test_cased'])} cased; training took "
-            f"{show(res['minutes'], 0)} minutes per seed on {res['threads']} threads (evaluation not counted{load}).")
+            f"{show(res['minutes'])} minutes per seed on {res['threads']} threads (evaluation not counted{load}).")
     parts = res["parts"]
     if parts:
         text += (" On validation (greedy unless stated; "

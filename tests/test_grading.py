@@ -231,8 +231,8 @@ def test_feedback_text_is_cleaned():
 
 
 def _notebook_json(grade_id: str = "") -> str:
-    cell = {"cell_type": "code", "metadata": {"nbgrader": {"grade_id": grade_id}}, "source": "", "outputs": [],
-            "execution_count": None}
+    cell = {"cell_type": "code", "id": "graded-cell", "metadata": {"nbgrader": {"grade_id": grade_id}}, "source": "",
+            "outputs": [], "execution_count": None}  # nbformat 4.5 cells carry an id
     return nbformat.writes(nbformat.from_dict({"nbformat": 4, "nbformat_minor": 5, "metadata": {},
                                                "cells": [cell] if grade_id else []}))
 

@@ -560,8 +560,8 @@ def stretch_sentence(pipelines: dict[str, list[dict]], reference: list[dict] | N
     show = (lambda stat, digits=1: f"{stat['mean']:.{digits}f}") if n == 1 else fmt
     load = (f"; the minutes are an upper bound, as other work shared the machine at times: 1-minute load up to "
             f"{res['load']:.1f}" if res["load"] > res["threads"] else "")
-    text = (f"The stretch run: the same tutorial-size model and recipe on {units}, for {res['epochs']} epochs, "
-            f"with {decoding}. Test BLEU ({seeds}): {show(res['test_lc'])} lower-cased on detokenized output "
+    text = (f"The stretch run: the same tutorial-size model and recipe on {units}, for {res['epochs']} epochs "
+            f"(validation scored after every epoch, the test split after the last one only), with {decoding}. Test BLEU ({seeds}): {show(res['test_lc'])} lower-cased on detokenized output "
             f"(greedy: {show(res['greedy_test_lc'])}), {show(res['test_tok_lc'])} tokenized lower-cased (how published "
             f"Multi30k figures are scored), {show(res['test_cased'])} cased; training took "
             f"{show(res['minutes'])} minutes per seed on {res['threads']} threads (evaluation not counted{load}).")

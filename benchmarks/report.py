@@ -479,11 +479,13 @@ def _flag(record: dict, name: str, default=None):
 
 def _batch_tokens(record: dict) -> str:
     """The recipe's batch size from a course record's description (``"1,951 target tokens"``)."""
-    for line in record["description"].splitlines():
-        fields = line.split()
-        if fields[:1] == ["batch"] and len(fields) > 1 and fields[1].isdigit():
-            return f"{int(fields[1]):,} target tokens"
-    return "?"
+    size = recipe_line(record, "batch")
+    return f"{int(size):,} target tokens" if size.isdigit() else "?"
+
+
+def _vocab(record: dict) -> str:
+    """``"vocab 3969/3852"`` from a record's description."""
+    return record["description"].splitlines()[0].split(", ")[1]
 
 
 def stretch_result(pipelines: dict[str, list[dict]], reference: list[dict] | None = None) -> dict | None:
@@ -520,7 +522,7 @@ def stretch_result(pipelines: dict[str, list[dict]], reference: list[dict] | Non
            "greedy_test_lc": summary([row["test"]["bleu_lc"] for row in final]),
            "minutes": summary(minutes),
            "load": max((row.get("load_average") or 0.0) for r in rs for row in r["epochs"]),
-           "threads": rs[0]["threads"], "best_valid_epochs": [chosen_epoch(r) for r in rs], "parts": None}
+           "threads": rs[0]["threads"], "parts": None}
     words = {r["seed"]: r for r in complete(reference or [])}
     common = [r for r in rs if r["seed"] in words]
     horizon = len(words[common[0]["seed"]]["epochs"]) if common else 0
@@ -593,8 +595,8 @@ def render_stretch(run: str, pipelines: dict[str, list[dict]], reference: list[d
                   f"{args['epochs'] * per_epoch / 60:.0f} minutes, leaving room for a slower machine)")
     parts.append(f"Set before the first seed ran: {merges:,} BPE merges per language (the number the README "
                  f"already suggested), {args['epochs']} epochs{budget}, and the beam size.\n")
-    differs = (f"BPE pieces instead of words ({first['description'].splitlines()[0].split(', ')[1]}"
-               + (f" against {words[0]['description'].splitlines()[0].split(', ')[1]}" if words else "")
+    differs = (f"BPE pieces instead of words ({_vocab(first)}"
+               + (f" against {_vocab(words[0])}" if words else "")
                + f"; `min_freq` 2 also drops pieces seen once), so {first['parameters']:,} parameters"
                + (f" instead of {words[0]['parameters']:,}" if words else "")
                + f" and batches of {_batch_tokens(first)}"

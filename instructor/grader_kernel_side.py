@@ -27,19 +27,72 @@ EXCHANGE = os.environ.get("COURSE_GRADER_EXCHANGE", "")
 MAX_DEPTH, MAX_ITEMS = 20, 100_000
 
 
-def _tensor(value):
-    import torch
-
-    t = value.detach().cpu().contiguous()
-    if t.dtype == torch.bfloat16 or t.dtype == torch.float16:
-        t = t.float()
-    array = t.numpy()
+def _tensor(value) -> dict:
+    """A plain tensor of any dtype as raw bytes (its dtype, shape and the bytes of its elements)."""
+    torch = sys.modules["torch"]
+    t = value.detach()
+    if t.layout != torch.strided:  # sparse: its dense values
+        t = t.to_dense()
+    t = t.cpu().contiguous()
+    data = t.reshape(-1).view(torch.uint8).numpy().tobytes() if t.numel() else b""
     return {"t": "tensor", "dtype": str(t.dtype).removeprefix("torch."), "shape": list(t.shape),
+            "data": base64.b64encode(data).decode("ascii")}
+
+
+def _ndarray(value) -> dict:
+    """A NumPy array of numbers or booleans as raw bytes (its dtype string, shape and bytes)."""
+    array = value if value.flags.c_contiguous else value.copy(order="C")
+    return {"t": "ndarray", "dtype": array.dtype.str, "shape": list(array.shape),
             "data": base64.b64encode(array.tobytes()).decode("ascii")}
+
+
+def _type_name(value) -> str:
+    """``module.qualname`` of ``value``'s class, or a name no grader class has when the class poses as another.
+
+    A student's class can set ``__module__`` and ``__qualname__`` to read "torch.Tensor"; the grader would
+    then treat the handle as a tensor. Only a class that really is what its name says keeps its name.
+    """
+    kind = type(value)
+    module, qualname = str(getattr(kind, "__module__", "")), str(getattr(kind, "__qualname__", ""))
+    found = sys.modules.get(module)
+    for part in qualname.split("."):
+        found = getattr(found, part, None) if found is not None else None
+    if found is not kind:
+        return f"<a class of the notebook named {module}.{qualname}>"
+    return f"{module}.{qualname}"
+
+
+def _handle(value) -> dict:
+    handle = len(OBJECTS) + 1
+    OBJECTS[handle] = value
+    return {"t": "handle", "id": handle, "type": _type_name(value)}
+
+
+def _plain(value):
+    """``value`` as JSON when it is None, a bool, an int, a float, a str or a complex number (subclasses
+    included: NumPy's float64 is a float); else ``NotImplemented``."""
+    if value is None or type(value) is bool:
+        return value
+    if isinstance(value, int):
+        number = int.__int__(value)
+        return number if abs(number) < 2**53 else {"t": "int", "v": str(number)}
+    if isinstance(value, float):
+        return {"t": "float", "v": float.__repr__(float.__float__(value))}
+    if isinstance(value, str):
+        return str.__str__(value)
+    if isinstance(value, complex):
+        number = complex.__complex__(value)
+        return {"t": "complex", "v": [float.__repr__(number.real), float.__repr__(number.imag)]}
+    if isinstance(value, (bytes, bytearray)) and len(value) <= 50_000_000:
+        return {"t": "bytes", "v": base64.b64encode(bytes(value)).decode("ascii")}
+    return NotImplemented
 
 
 def encode(value, depth: int = 0, by_reference_tensors: bool = False, parameters_by_reference: bool = False):
     """``value`` as tagged JSON data: plain values by value, anything else as a handle.
+
+    Never raises: a value whose encoding fails becomes ``{"t": "unreadable", ...}``, which the grader reports
+    as that exercise's answer not being readable.
 
     Args:
         value: what to send to the grader.
@@ -50,37 +103,48 @@ def encode(value, depth: int = 0, by_reference_tensors: bool = False, parameters
             ``module.parameters()``), so that the grader reaches a module's weights the same way whether it
             fetches them by name or by iteration: in place changes land on the student's module.
     """
+    try:
+        return _encode(value, depth, by_reference_tensors, parameters_by_reference)
+    except Exception as exc:  # the student's object misbehaves (a property or __len__ that raises, ...)
+        return {"t": "unreadable", "type": str(getattr(type(value), "__name__", "?"))[:80],
+                "why": f"{type(exc).__name__}: {exc}"[:300]}
+
+
+def _encode(value, depth: int, by_reference_tensors: bool, parameters_by_reference: bool):
     torch = sys.modules.get("torch")
+    numpy = sys.modules.get("numpy")
     if parameters_by_reference and torch is not None and type(value) is torch.nn.Parameter:
         by_reference_tensors = True
-    if value is None or isinstance(value, (bool, int, str)):
-        return value if not isinstance(value, int) or isinstance(value, bool) or abs(value) < 2**53 else \
-            {"t": "int", "v": str(value)}
-    if isinstance(value, float):
-        return {"t": "float", "v": repr(value)}
-    if depth < MAX_DEPTH:
-        if torch is not None and type(value) in (torch.Tensor, torch.nn.Parameter) and not by_reference_tensors:
-            if value.numel() <= 50_000_000 and not value.is_complex():
-                return _tensor(value)
-        if torch is not None and isinstance(value, torch.Size):
-            return {"t": "size", "v": list(value)}
-        if torch is not None and isinstance(value, torch.dtype):
+    plain = _plain(value)
+    if plain is not NotImplemented:
+        return plain
+    if depth >= MAX_DEPTH:
+        return _handle(value)
+    inner = dict(depth=depth + 1, by_reference_tensors=False, parameters_by_reference=parameters_by_reference)
+    if torch is not None:
+        if type(value) in (torch.Tensor, torch.nn.Parameter) and not by_reference_tensors:
+            if value.numel() <= 50_000_000:
+                try:
+                    return _tensor(value)
+                except Exception:  # quantized, on a device it cannot leave, ...: by reference
+                    return _handle(value)
+        if isinstance(value, torch.Size):
+            return {"t": "size", "v": [int(v) for v in value]}
+        if isinstance(value, torch.dtype):
             return {"t": "dtype", "v": str(value).removeprefix("torch.")}
-        if type(value) in (tuple, list, set, frozenset) and len(value) <= MAX_ITEMS:
-            items = sorted(value, key=repr) if isinstance(value, (set, frozenset)) else value
-            kind = {tuple: "tuple", list: "list", set: "set", frozenset: "set"}[type(value)]
-            return {"t": kind, "v": [encode(v, depth + 1, parameters_by_reference=parameters_by_reference)
-                                     for v in items]}
-        if type(value) is dict and len(value) <= MAX_ITEMS and all(isinstance(k, (str, int)) for k in value):
-            return {"t": "dict", "v": [[encode(k), encode(v, depth + 1, parameters_by_reference=parameters_by_reference)]
-                                       for k, v in value.items()]}
-        numpy = sys.modules.get("numpy")
-        if numpy is not None and isinstance(value, numpy.generic):
+    if numpy is not None:
+        if type(value) is numpy.ndarray and value.dtype.kind in "biufc" and value.size <= 50_000_000:
+            return _ndarray(value)
+        if isinstance(value, numpy.generic):  # a NumPy scalar: int64, float32, bool_, ...
             return encode(value.item(), depth + 1)
-    handle = len(OBJECTS) + 1
-    OBJECTS[handle] = value
-    kind = type(value)
-    return {"t": "handle", "id": handle, "type": f"{kind.__module__}.{kind.__qualname__}"}
+    if isinstance(value, (tuple, list, set, frozenset)) and len(value) <= MAX_ITEMS:
+        items = sorted(value, key=repr) if isinstance(value, (set, frozenset)) else list(value)
+        kind = "tuple" if isinstance(value, tuple) else "list" if isinstance(value, list) else "set"
+        return {"t": kind, "v": [encode(v, **inner) for v in items]}
+    if isinstance(value, dict) and len(value) <= MAX_ITEMS and all(_plain(k) is not NotImplemented or
+                                                                   type(k) is tuple for k in value):
+        return {"t": "dict", "v": [[encode(k, depth + 1), encode(v, **inner)] for k, v in value.items()]}
+    return _handle(value)
 
 
 def _rebuild_function(code: bytes, globals_: dict, name: str, defaults, closure):

@@ -135,17 +135,51 @@ class _Pickler(pickle.Pickler):
         return NotImplemented
 
 
+class AnswerUnreadable(ValueError):
+    """A value of the student's could not be sent to the grader (the message says which and why)."""
+
+
+def _raw_tensor(data) -> torch.Tensor:
+    dtype = getattr(torch, str(data["dtype"]), None)
+    if not isinstance(dtype, torch.dtype):
+        raise ValueError(f"not a dtype: {data['dtype']!r}")
+    shape = [int(n) for n in data["shape"]]
+    raw = base64.b64decode(data["data"])
+    if not raw:
+        return torch.empty(shape, dtype=dtype)
+    return torch.frombuffer(bytearray(raw), dtype=torch.uint8).view(dtype).reshape(shape)
+
+
+def _raw_array(data) -> np.ndarray:
+    dtype = np.dtype(str(data["dtype"]))
+    if dtype.kind not in "biufc":
+        raise ValueError(f"not an array of numbers: {dtype}")
+    raw = base64.b64decode(data["data"])
+    return np.frombuffer(raw, dtype=dtype).copy().reshape([int(n) for n in data["shape"]])
+
+
 def decode(data, conn: Connection):
-    """Rebuild a value from the kernel's tagged JSON; only plain data, tensors and Remotes come out."""
+    """Rebuild a value from the kernel's tagged JSON; only plain data, tensors, arrays and Remotes come out.
+
+    Raises:
+        AnswerUnreadable: the kernel could not encode one of the values (its type and the cause).
+        ValueError: the data is not what ``grader_kernel_side.encode`` writes.
+    """
     if data is None or isinstance(data, (bool, int, str)):
         return data
     if isinstance(data, list):
         raise ValueError("untagged list in a kernel response")
+    if not isinstance(data, dict):
+        raise ValueError(f"unexpected {type(data).__name__} in a kernel response")
     tag = data.get("t")
     if tag == "float":
         return float(data["v"])
     if tag == "int":
         return int(data["v"])
+    if tag == "complex":
+        return complex(float(data["v"][0]), float(data["v"][1]))
+    if tag == "bytes":
+        return base64.b64decode(data["v"])
     if tag in ("tuple", "list", "set"):
         items = [decode(v, conn) for v in data["v"]]
         return {"tuple": tuple, "list": list, "set": set}[tag](items)
@@ -154,17 +188,19 @@ def decode(data, conn: Connection):
     if tag == "size":
         return torch.Size(int(v) for v in data["v"])
     if tag == "dtype":
-        return getattr(torch, str(data["v"]))
-    if tag == "tensor":
-        dtype = getattr(torch, str(data["dtype"]))
+        dtype = getattr(torch, str(data["v"]), None)
         if not isinstance(dtype, torch.dtype):
-            raise ValueError("not a dtype")
-        raw = base64.b64decode(data["data"])
-        np_dtype = torch.empty(0, dtype=dtype).numpy().dtype
-        array = np.frombuffer(raw, dtype=np_dtype).copy().reshape([int(n) for n in data["shape"]])
-        return torch.from_numpy(array)
+            raise ValueError(f"not a dtype: {data['v']!r}")
+        return dtype
+    if tag == "tensor":
+        return _raw_tensor(data)
+    if tag == "ndarray":
+        return _raw_array(data)
     if tag == "handle":
         return Remote(conn, int(data["id"]), str(data["type"]))
+    if tag == "unreadable":
+        raise AnswerUnreadable(f"a value of type {str(data.get('type'))[:100]} could not be sent to the grader "
+                               f"({str(data.get('why'))[:300]})")
     raise ValueError(f"unknown tag {tag!r} in a kernel response")
 
 

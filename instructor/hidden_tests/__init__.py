@@ -310,8 +310,23 @@ def call(exercise: str, fn: Callable, case: str, *args: Any, **kwargs: Any) -> A
                              f"{type(exc).__name__}: {exc}") from None
 
 
+def as_torch(value: Any) -> Any:
+    """A NumPy array as a tensor and a NumPy scalar as a Python number; anything else unchanged."""
+    kind = type(value)
+    if kind.__module__ == "numpy" and hasattr(value, "dtype"):
+        if kind.__name__ == "ndarray" and value.dtype.kind in "biufc":
+            return torch.from_numpy(value.copy())
+        if hasattr(value, "item") and kind.__name__ != "ndarray":
+            return value.item()
+    return value
+
+
 def difference(got: Any, expected: Any, atol: float = 1e-5, rtol: float = 1e-4) -> str | None:
-    """How ``got`` differs from ``expected`` (tensors, numbers, sequences), or None when they agree."""
+    """How ``got`` differs from ``expected`` (tensors, numbers, sequences), or None when they agree.
+
+    A NumPy answer is compared as the tensor or number it holds (see :func:`as_torch`).
+    """
+    got = as_torch(got)
     if isinstance(expected, torch.Tensor):
         if not isinstance(got, torch.Tensor):
             return f"expected a torch.Tensor, got {type(got).__name__}"
@@ -356,6 +371,7 @@ def check_value(exercise: str, answer: Any, expected: Any, atol: float = 1e-3, r
     """A one-value exercise: None means not attempted, anything else must equal ``expected``."""
     if answer is None or (isinstance(answer, tuple) and all(a is None for a in answer)):
         raise not_attempted(exercise)
+    answer = as_torch(answer)
     if isinstance(expected, float) and isinstance(answer, (int, float, torch.Tensor)) and not isinstance(answer, bool):
         answer = float(answer)
     if difference(answer, expected, atol=atol, rtol=rtol):

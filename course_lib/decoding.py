@@ -38,6 +38,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from .attention import MultiHeadAttention
+from .devices import model_device, to_model_device
 from .layers import DecoderLayer
 from .masks import padding_mask
 from .model import Transformer, record_attention
@@ -324,14 +325,17 @@ def cross_attention(model: nn.Module, src: torch.Tensor, output: torch.Tensor, b
         bos_id: id of ``<bos>``.
 
     Returns:
-        ``{"decoder.layers.0.cross_attn": (batch, n_heads, out_len, src_len), ...}``; row t is the
-        attention used to predict output token t.
+        ``{"decoder.layers.0.cross_attn": (batch, n_heads, out_len, src_len), ...}`` on the device of ``src``
+        (``src`` and ``output`` may be on any device; the model runs on its own); row t is the attention used
+        to predict output token t.
     """
     model = _unwrap(model)
+    caller = src.device
+    src, output = to_model_device(model, src, output)
     tgt_in = torch.cat([output.new_full((output.size(0), 1), bos_id), output[:, :-1]], dim=1)  # (batch, out_len)
     with _EvalMode(model), record_attention(model) as maps:
         model(src, tgt_in)
-    return {name: weights for name, weights in maps.items() if name.endswith("cross_attn")}
+    return {name: weights.to(caller) for name, weights in maps.items() if name.endswith("cross_attn")}
 
 
 def greedy_decode(
@@ -348,17 +352,20 @@ def greedy_decode(
 
     Args:
         model: a model with ``encode(src)`` and ``decode(tgt, memory, src)`` (put in eval mode here).
-        src: source ids ``(batch, src_len)``, padded with ``pad_id``.
+        src: source ids ``(batch, src_len)``, padded with ``pad_id``, on any device (decoding runs on the model's).
         max_len: most tokens to generate per sentence (``<eos>`` included); default :func:`output_limits`.
         bos_id, eos_id, pad_id: special token ids.
         return_attention: also return the decoder cross-attention of the output (see :func:`cross_attention`).
         use_cache: key/value cache; None = use it when the model is a course ``Transformer``.
 
     Returns:
-        ``tokens`` ``(batch, out_len)`` without ``<bos>``: each row is ``y1 ... <eos>`` followed by ``<pad>``
-        (no ``<eos>`` if ``max_len`` was reached); with ``return_attention``, ``(tokens, attention_dict)``.
+        ``tokens`` ``(batch, out_len)`` without ``<bos>``, on the device of ``src``: each row is ``y1 ... <eos>``
+        followed by ``<pad>`` (no ``<eos>`` if ``max_len`` was reached); with ``return_attention``,
+        ``(tokens, attention_dict)``.
     """
     model = _unwrap(model)
+    caller = src.device
+    src = to_model_device(model, src)
     limits = output_limits(model, src, max_len, pad_id)  # (batch,)
     with _EvalMode(model):
         stepper = make_stepper(model, model.encode(src), src, use_cache)
@@ -371,9 +378,9 @@ def greedy_decode(
             finished |= (next_token == eos_id) | (limits <= step + 1)
             if bool(finished.all()):
                 break
-    output = tokens[:, 1:]  # (batch, out_len), <bos> dropped
+    output = tokens[:, 1:].to(caller)  # (batch, out_len), <bos> dropped
     if return_attention:
-        return output, cross_attention(model, src, output, bos_id)
+        return output, cross_attention(model, src.to(caller), output, bos_id)
     return output
 
 
@@ -414,7 +421,7 @@ def beam_search(
 
     Args:
         model: a model with ``encode(src)`` and ``decode(tgt, memory, src)`` (put in eval mode here).
-        src: source ids ``(batch, src_len)``.
+        src: source ids ``(batch, src_len)``, on any device (the search runs on the model's).
         beam_size: hypotheses kept per sentence; 1 is greedy decoding.
         length_penalty_alpha: GNMT alpha for choosing the final hypothesis (0 = pure log-probability).
         max_len: most tokens to generate; default :func:`output_limits`.
@@ -423,7 +430,7 @@ def beam_search(
         use_cache: key/value cache; None = use it when the model is a course ``Transformer``.
         return_all: return every final hypothesis instead of the chosen one (see Returns).
 
-    Returns:
+    Returns (on the device of ``src``):
         ``(tokens, log_probs)``: the chosen outputs ``(batch, out_len)`` (without ``<bos>``, ``<pad>``
         after ``<eos>``) and their summed log-probabilities ``(batch,)``; with ``return_attention``,
         ``(tokens, log_probs, attention_dict)``. With ``return_all``: ``(hypotheses, log_probs)``, all
@@ -436,6 +443,8 @@ def beam_search(
     if return_all and return_attention:
         raise ValueError("return_all and return_attention cannot be combined: pick one hypothesis for attention")
     model = _unwrap(model)
+    caller = src.device
+    src = to_model_device(model, src)
     batch, k = src.size(0), beam_size
     limits = output_limits(model, src, max_len, pad_id).repeat_interleave(k)  # (batch * k,)
     with _EvalMode(model):
@@ -460,16 +469,17 @@ def beam_search(
             finished = finished[rows] | (new_token == eos_id) | (limits <= step + 1)
             if bool(finished.all()):
                 break
-    hypotheses = tokens[:, 1:].view(batch, k, -1)  # (batch, k, out_len)
+    hypotheses = tokens[:, 1:].view(batch, k, -1).to(caller)  # (batch, k, out_len)
+    scores = scores.to(caller)
     if return_all:
         return hypotheses, scores
     normalized = scores / length_penalty(output_lengths(hypotheses, pad_id), length_penalty_alpha)
     best = normalized.argmax(dim=-1)  # (batch,)
-    output = hypotheses[torch.arange(batch, device=src.device), best]  # (batch, out_len)
+    output = hypotheses[torch.arange(batch, device=caller), best]  # (batch, out_len)
     best_scores = scores.gather(1, best[:, None]).squeeze(1)  # (batch,)
     output = output[:, : max(1, int(output_lengths(output, pad_id).max()))]  # drop all-pad columns
     if return_attention:
-        return output, best_scores, cross_attention(model, src, output, bos_id)
+        return output, best_scores, cross_attention(model, src.to(caller), output, bos_id)
     return output, best_scores
 
 
@@ -487,19 +497,21 @@ def sequence_log_probs(
 
     Args:
         model: the translation model.
-        src: source ids ``(batch, src_len)``.
+        src: source ids ``(batch, src_len)`` (any device: the model runs on its own).
         output: ids without ``<bos>`` ``(batch, out_len)``, ``<pad>`` after ``<eos>`` (not counted).
         bos_id, pad_id: special token ids.
 
     Returns:
-        ``(batch,)`` log p(output | src).
+        ``(batch,)`` log p(output | src), on the device of ``output``.
     """
     model = _unwrap(model)
+    caller = output.device
+    src, output = to_model_device(model, src, output)
     tgt_in = torch.cat([output.new_full((output.size(0), 1), bos_id), output[:, :-1]], dim=1)  # (batch, out_len)
     with _EvalMode(model):
         log_probs = model(src, tgt_in).float().log_softmax(dim=-1)  # (batch, out_len, vocab)
     token_log_probs = log_probs.gather(-1, output[..., None]).squeeze(-1)  # (batch, out_len)
-    return (token_log_probs * (output != pad_id)).sum(dim=-1)
+    return (token_log_probs * (output != pad_id)).sum(dim=-1).to(caller)
 
 
 def _pad_batch(sequences: Sequence[Sequence[int]], pad_id: int, device) -> torch.Tensor:
@@ -507,10 +519,6 @@ def _pad_batch(sequences: Sequence[Sequence[int]], pad_id: int, device) -> torch
     longest = max(len(s) for s in sequences)
     padded = [list(s) + [pad_id] * (longest - len(s)) for s in sequences]
     return torch.tensor(padded, dtype=torch.long, device=device)
-
-
-def _model_device(model: nn.Module) -> torch.device:
-    return next(_unwrap(model).parameters()).device
 
 
 def translate_token_lists(
@@ -537,7 +545,7 @@ def translate_token_lists(
     Returns:
         One list of target tokens per input sentence (specials removed).
     """
-    device = _model_device(model)
+    device = model_device(model)
     model_max_len = _unwrap(model).config.max_len
     ids = [src_vocab.encode(tokens, add_eos=True)[:model_max_len] for tokens in token_lists]
     order = sorted(range(len(ids)), key=lambda i: len(ids[i]))  # shortest first: little padding per batch

@@ -24,6 +24,8 @@ import torch
 import torch.distributed as dist
 from torch import nn
 
+from .devices import DEVICE_ENV
+
 
 def is_distributed() -> bool:
     """True inside an initialised process group with more than one process."""
@@ -50,21 +52,42 @@ def launched_by_torchrun() -> bool:
 def init_distributed(backend: str | None = None) -> torch.device | None:
     """Join the process group if launched by ``torchrun``; return this process's device (None if not distributed).
 
+    Each process takes its own GPU (``cuda:LOCAL_RANK``) when CUDA is present, else the CPU. With
+    ``COURSE_DEVICE=cpu`` every process trains on the CPU (gloo) even on a GPU machine: the documented way to
+    start more processes than the machine has GPUs.
+
     Args:
-        backend: ``"gloo"`` or ``"nccl"``; default nccl when CUDA is available, else gloo.
+        backend: ``"gloo"`` or ``"nccl"``; default nccl when the processes use GPUs, else gloo.
+
+    Raises:
+        TooFewGpus: more processes on this machine than CUDA devices (two processes on one GPU make nccl fail).
     """
     if not launched_by_torchrun() or int(os.environ["WORLD_SIZE"]) < 2:
         return None
-    use_cuda = torch.cuda.is_available()
+    use_cuda = torch.cuda.is_available() and os.environ.get(DEVICE_ENV, "").split(":")[0] != "cpu"
+    local_rank = int(os.environ.get("LOCAL_RANK", 0))
+    if use_cuda:
+        _check_enough_gpus(local_rank)
     if backend is None:
         backend = "nccl" if use_cuda else "gloo"
-    local_rank = int(os.environ.get("LOCAL_RANK", 0))
     device = torch.device("cuda", local_rank) if use_cuda else torch.device("cpu")
     if use_cuda:
         torch.cuda.set_device(device)
     if not dist.is_initialized():
         dist.init_process_group(backend=backend)
     return device
+
+
+class TooFewGpus(RuntimeError):
+    """``torchrun`` started more processes on this machine than it has GPUs."""
+
+
+def _check_enough_gpus(local_rank: int) -> None:
+    gpus = torch.cuda.device_count()
+    if local_rank >= gpus:
+        processes = os.environ.get("LOCAL_WORLD_SIZE", str(local_rank + 1))
+        raise TooFewGpus(f"torchrun started {processes} processes on this machine, but it has {gpus} GPU(s): use "
+                         f"--nproc_per_node={gpus}, or set {DEVICE_ENV}=cpu to train every process on the CPU")
 
 
 def cleanup_distributed() -> None:

@@ -49,12 +49,13 @@ from .cli_common import (
     _probability,
     subword_tokenizers,
 )
+from .devices import DeviceUnavailable, get_device
 from .evaluation import evaluate_translation
 from .loading import make_eval_loader, make_train_loader, unknown_rate
 from .model import Transformer, TransformerConfig
 from .recipe import Recipe, choose_recipe
 from .training import Callback, TrainConfig, train
-from .utils import configure_threads, get_device, seed_everything
+from .utils import configure_threads, seed_everything
 
 DEFAULT_OUTPUT = "runs/toy_de_en.pt"
 # Options the recipe chooses when they are not given (argparse dest -> recipe override key).
@@ -310,7 +311,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         return _main(argv)
     except (UsageError, CheckpointError, data.CorpusFormatError, FileNotFoundError, IsADirectoryError,
-            PermissionError) as exc:
+            PermissionError, DeviceUnavailable, distributed.TooFewGpus) as exc:
         print(f"python -m course_lib.train: error: {exc}", file=sys.stderr)
         return 2
 

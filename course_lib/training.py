@@ -30,6 +30,7 @@ line. ``tests/test_checkpoint.py``: resuming equals uninterrupted training.
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import math
 import random
@@ -43,10 +44,11 @@ from torch import nn
 
 from . import distributed
 from .checkpoint import atomic_torch_save, build_checkpoint, load_model_state, read_checkpoint
+from .devices import autocast_dtype, get_device, model_device
 from .losses import LabelSmoothingLoss, LossStats
 from .schedule import make_noam_scheduler, make_optimizer
 from .tokenization import Vocab
-from .utils import configure_threads, get_device, seed_everything
+from .utils import configure_threads, seed_everything
 
 
 @dataclass
@@ -67,7 +69,8 @@ class TrainConfig:
     batch_tokens: int | None = None  # target tokens per batch when batching by tokens (None: by batch_size sentences); recorded in checkpoints
     seed: int = 0  # seeds initialisation, shuffling and dropout
     num_threads: int | None = None  # torch CPU threads; None = COURSE_NUM_THREADS or 1 (see utils.configure_threads)
-    device: str | None = None  # "cpu", "cuda", ...; None = CUDA if available, else CPU
+    device: str | None = None  # "cpu", "cuda", "mps", ...; None = $COURSE_DEVICE, else CUDA, MPS or the CPU
+    precision: str = "auto"  # "auto": mixed precision on CUDA (bf16; fp16 + gradient scaler on older cards), fp32 elsewhere; or "fp32", "bf16", "fp16"
     best_checkpoint: str | None = None  # write the weights with the lowest validation loss here (with training state)
     last_checkpoint: str | None = None  # write the latest state here after every epoch (for resuming)
     restore_best: bool = True  # at the end, load the weights with the lowest validation loss into the model
@@ -152,9 +155,9 @@ def evaluate_loss(model: nn.Module, loader: Iterable, criterion: LabelSmoothingL
         model: the translation model.
         loader: yields ``(src, tgt_in, tgt_out)`` batches ``(batch, src_len)``, ``(batch, tgt_len)`` x2.
         criterion: the loss (its ``pad_id`` marks ignored targets).
-        device: where to run; default the model's device.
+        device: where to run; default the model's device (the loader's batches may be anywhere).
     """
-    device = next(model.parameters()).device if device is None else device
+    device = model_device(model) if device is None else device
     was_training = model.training
     model.eval()
     total = LossStats()
@@ -188,7 +191,7 @@ def restore_rng_state(state: dict) -> None:
     torch.set_rng_state(state["torch"].cpu())
     random.setstate(_as_tuple(state["python"]))
     name, keys, *rest = state["numpy"]
-    np.random.set_state((name, keys.numpy().astype(np.uint32), *rest))
+    np.random.set_state((name, keys.cpu().numpy().astype(np.uint32), *rest))  # cpu(): a checkpoint may load onto a GPU
     if "cuda" in state and torch.cuda.is_available():
         torch.cuda.set_rng_state_all([s.cpu() for s in state["cuda"]])
 
@@ -199,6 +202,17 @@ def _clock(name: str):
     if name not in clocks:
         raise ValueError(f"clock must be 'wall' or 'process', got {name!r}")
     return clocks[name]
+
+
+def _on_cpu(value):
+    """``value`` (tensors inside dicts, lists and tuples) with every tensor copied to the CPU."""
+    if isinstance(value, torch.Tensor):
+        return value.detach().cpu()
+    if isinstance(value, dict):
+        return {key: _on_cpu(item) for key, item in value.items()}
+    if isinstance(value, list | tuple):
+        return type(value)(_on_cpu(item) for item in value)
+    return value
 
 
 def _cpu_state(model: nn.Module) -> dict:
@@ -250,11 +264,15 @@ class _Trainer:
         self.config = config
         self.device = get_device(config.device)
         self.model = model.to(self.device)
+        self.autocast = autocast_dtype(self.device, config.precision)  # None: plain float32
+        # float16 needs its gradients scaled (they underflow otherwise); bfloat16 has float32's range and does not
+        self.scaler = torch.amp.GradScaler(self.device.type, enabled=self.autocast == torch.float16)
         self.trained = copy.deepcopy(self.model) if config.ema_decay else self.model
         self.average = WeightAverage(self.model, config.ema_decay) if config.ema_decay else None
         self.step_model = distributed.wrap_model(self.trained, self.device)  # DDP wrapper or the model itself
         self.train_loader, self.valid_loader = train_loader, valid_loader
         self.callbacks = list(callbacks)
+        self.step_callbacks = [cb for cb in self.callbacks if type(cb).on_step_end is not Callback.on_step_end]
         self.vocabs = (src_vocab, tgt_vocab)
         self.criterion = LabelSmoothingLoss(config.label_smoothing, model.config.pad_id)
         self.optimizer = make_optimizer(self.trained.parameters(), config.weight_decay)
@@ -266,10 +284,17 @@ class _Trainer:
         self.main = distributed.is_main_process()
         self.clock = _clock(config.clock)
 
+    def mixed_precision(self):
+        """``torch.autocast`` to ``self.autocast`` on this device, or nothing in float32."""
+        if self.autocast is None:
+            return contextlib.nullcontext()
+        return torch.autocast(self.device.type, dtype=self.autocast)
+
     # ----- checkpoints and resuming -----
     def training_state(self) -> dict:
         return {
-            "optimizer": self.optimizer.state_dict(),
+            "optimizer": _on_cpu(self.optimizer.state_dict()),  # a checkpoint from a GPU loads on any machine
+            "grad_scaler": self.scaler.state_dict() if self.scaler.is_enabled() else None,
             "scheduler": self.scheduler.state_dict(),
             "step": self.step,
             "epoch": self.epoch,
@@ -305,7 +330,9 @@ class _Trainer:
             self.average.updates = state["average_updates"]
         elif state.get("trained_weights") is not None:
             raise ValueError(f"{path} was trained with weight averaging; resume with the same ema_decay")
-        self.optimizer.load_state_dict(state["optimizer"])
+        self.optimizer.load_state_dict(state["optimizer"])  # moves the state to the parameters' device
+        if self.scaler.is_enabled() and state.get("grad_scaler"):
+            self.scaler.load_state_dict(state["grad_scaler"])
         self.scheduler.load_state_dict(state["scheduler"])
         self.step, self.epoch = state["step"], state["epoch"]
         self.history = list(state["history"])
@@ -331,12 +358,16 @@ class _Trainer:
     def train_step(self, batch) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         """One optimizer update; returns the batch's summed loss, summed NLL (detached) and target token count."""
         src, tgt_in, tgt_out = _move(batch, self.device)
-        loss_sum, nll_sum, n_tokens = self.criterion.sums(self.step_model(src, tgt_in), tgt_out)
+        with self.mixed_precision():
+            logits = self.step_model(src, tgt_in)  # (batch, tgt_len, vocab), in self.autocast's dtype
+        loss_sum, nll_sum, n_tokens = self.criterion.sums(logits.float(), tgt_out)  # the loss in float32
         self.optimizer.zero_grad(set_to_none=True)
-        (loss_sum / n_tokens.clamp(min=1)).backward()
+        self.scaler.scale(loss_sum / n_tokens.clamp(min=1)).backward()  # scale(): identity unless float16
         if self.config.clip_grad_norm is not None:
+            self.scaler.unscale_(self.optimizer)  # clip the true gradients, not the scaled ones
             nn.utils.clip_grad_norm_(self.trained.parameters(), self.config.clip_grad_norm)
-        self.optimizer.step()
+        self.scaler.step(self.optimizer)  # plain optimizer.step() unless float16 (then skipped on inf/NaN)
+        self.scaler.update()
         self.scheduler.step()
         if self.average is not None:
             self.average.update(self.trained)
@@ -358,7 +389,7 @@ class _Trainer:
             loss_sum, nll_sum, n_tokens = self.train_step(batch)
             sums += torch.stack([loss_sum.double(), nll_sum.double(), n_tokens.double()])
             self.train_seconds += self.clock() - started
-            stop = self.after_step(bar, float(loss_sum / n_tokens.clamp(min=1)), int(n_tokens))
+            stop = self.after_step(bar, loss_sum / n_tokens.clamp(min=1), n_tokens)
             started = self.clock()
             if stop:
                 break
@@ -367,20 +398,24 @@ class _Trainer:
         loss_sum, nll_sum, n_tokens = distributed.sum_over_processes(sums.tolist(), self.device)
         return LossStats(loss_sum, nll_sum, int(n_tokens)), stop
 
-    def after_step(self, bar, loss: float, n_tokens: int) -> bool:
+    def after_step(self, bar, loss: torch.Tensor, n_tokens: torch.Tensor) -> bool:
+        """Progress bar and step callbacks. ``loss`` and ``n_tokens`` stay on the device: reading them waits for
+        the GPU to finish the step, so that happens only every 10th step (bar) or when a callback asks."""
         if bar is not None:
             bar.update(1)
             if self.step % 10 == 0:
-                bar.set_postfix(epoch=self.epoch, loss=f"{loss:.3f}", refresh=False)
+                bar.set_postfix(epoch=self.epoch, loss=f"{float(loss):.3f}", refresh=False)
+        if not self.step_callbacks:
+            return False
         info = {
             "step": self.step,
             "epoch": self.epoch,
-            "loss": loss,
+            "loss": float(loss),
             "lr": self.scheduler.get_last_lr()[0],
-            "tokens": n_tokens,
+            "tokens": int(n_tokens),
             "seconds": self.train_seconds,
         }
-        wants_stop = any([bool(cb.on_step_end(info)) for cb in self.callbacks])
+        wants_stop = any([bool(cb.on_step_end(info)) for cb in self.step_callbacks])
         return distributed.any_process(wants_stop, self.device) if distributed.is_distributed() else wants_stop
 
     def end_epoch(self, train_stats: LossStats, wall_start: float) -> bool:

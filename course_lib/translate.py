@@ -23,8 +23,9 @@ from collections.abc import Sequence
 from .checkpoint import CheckpointError, load_checkpoint
 from .cli_common import OneLineParser, UsageError, _positive_int, subword_tokenizers
 from .decoding import translate_sentences
+from .devices import DeviceUnavailable, get_device
 from .tokenization import Tokenizer, Vocab
-from .utils import configure_threads, get_device
+from .utils import configure_threads
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -83,7 +84,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             if not parts:
                 raise CheckpointError(f"--my-parts {args.my_parts}: no saved parts in {args.my_parts}/my_transformer/")
         model, src_vocab, tgt_vocab, checkpoint = load_checkpoint(args.checkpoint, get_device(args.device), parts)
-    except CheckpointError as exc:
+    except (CheckpointError, DeviceUnavailable) as exc:
         print(f"python -m course_lib.translate: error: {exc}", file=sys.stderr)
         return 2
     try:

@@ -1,4 +1,4 @@
-"""Small helpers shared by notebooks, training and tests: seeding, device and thread choice."""
+"""Small helpers shared by notebooks, training and tests: seeding and thread choice (devices: ``devices``)."""
 
 from __future__ import annotations
 
@@ -7,6 +7,8 @@ import random
 
 import numpy as np
 import torch
+
+from .devices import get_device  # noqa: F401  (re-exported: older notebooks import it from here)
 
 DEFAULT_NUM_THREADS = 1
 
@@ -20,13 +22,6 @@ def seed_everything(seed: int = 0) -> None:
     random.seed(seed)
     np.random.seed(seed)
     torch.manual_seed(seed)
-
-
-def get_device(prefer: str | None = None) -> torch.device:
-    """The device to train on: ``prefer`` if given, else CUDA when present, else the CPU."""
-    if prefer is not None:
-        return torch.device(prefer)
-    return torch.device("cuda" if torch.cuda.is_available() else "cpu")
 
 
 def configure_threads(num_threads: int | None = None) -> int:

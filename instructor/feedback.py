@@ -14,18 +14,21 @@ import re
 EXCEPTION_NAME = re.compile(
     r"\b(?:[A-Z][A-Za-z]*(?:Error|Exception|Interrupt|Exit|Timeout|Gone|Warning)|StopIteration|NotImplemented)\b:?\s*")
 PATH = re.compile(r"(?:[A-Za-z]:)?(?:/[\w.\-~+]+){2,}/?")
+DETAIL_CHARS = 400
 STATUS_WORDS = {"passed": "passed", "partial": "partly right", "failed": "not right yet",
                 "not attempted": "not attempted", "not graded": "not graded",
                 "broke a rule": "0: a rule of the exercise was broken"}
 
 
-def student_text(text: str) -> str:
-    """``text`` without exception class names, file paths or markup-breaking characters."""
-    text = re.sub(r"raised\s+" + EXCEPTION_NAME.pattern, "raised an error: ", text)
+def student_text(text: str, limit: int = DETAIL_CHARS) -> str:
+    """``text`` without exception class names, file paths or markup-breaking characters, at most ``limit``
+    characters long (whatever the student's code raised, the feedback stays short)."""
+    text = re.sub(r"raised\s+" + EXCEPTION_NAME.pattern, "raised an error: ", str(text))
     text = EXCEPTION_NAME.sub("", text)
     text = PATH.sub("(a file)", text)
     text = re.sub(r"'?hidden_tests[\w.]*'?", "the grader", text)
-    return " ".join(text.split())
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
 
 
 def _number(x: float) -> str:
@@ -37,10 +40,11 @@ def rows_for(student_rows: list[tuple[str, dict]]) -> list[dict]:
     rows = []
     for notebook, e in student_rows:
         cases = e.get("cases") or {}
-        failed = [c for c, why in cases.items() if why]
+        passed = sum(1 for why in cases.values() if why is None)
+        total = max(int(e.get("case_total") or 0), len(cases))
         detail = student_text(e.get("message", ""))
-        if cases and e["status"] in ("partial", "failed"):
-            detail = f"{len(cases) - len(failed)} of {len(cases)} hidden cases passed. {detail}".strip()
+        if total and e["status"] in ("partial", "failed"):
+            detail = f"{passed} of {total} hidden cases passed. {detail}".strip()
         if e.get("override"):
             detail = f"{detail} Points set by your instructor: {student_text(e['override'])}".strip()
         rows.append({"notebook": notebook, "exercise": e["exercise"], "points": _number(e["points"]),

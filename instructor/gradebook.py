@@ -4,7 +4,6 @@ Layout (inside the grading folder, ``build/grading/`` by default):
 
     gradebook/runs.jsonl       one line per graded notebook and run (never rewritten, only appended to)
     gradebook/overrides.jsonl  manual overrides: {"student", "exercise", "points", "reason", "time"}
-    gradebook/case_counts.json the number of hidden cases per test (see instructor/partial_credit.py)
 
 The current grade of a student on a notebook is the notebook's latest run, with the latest override of
 each exercise on top. Every report (``grades.csv``, ``grades_long.csv``, the statistics, the platform
@@ -112,9 +111,14 @@ class Gradebook:
     def runs(self) -> list[dict]:
         return self._read(self.runs_path)
 
-    def add_runs(self, results: list[dict]) -> None:
-        """Append graded notebooks (``NotebookResult.to_json()`` plus ``digest``) as one run."""
-        run_id = time.strftime("%Y%m%dT%H%M%S") + f"-{os.getpid()}"
+    def add_runs(self, results: list[dict], run_id: str | None = None) -> None:
+        """Append graded notebooks (``NotebookResult.to_json()`` plus ``digest``), flushed to disk at once.
+
+        Args:
+            results: the graded notebooks.
+            run_id: the run they belong to (``new_run_id()``; a new one when None).
+        """
+        run_id = run_id or new_run_id()
         self._append(self.runs_path, [{**r, "run": run_id} for r in results])
 
     def add_override(self, student: str, exercise: str, points: float, reason: str) -> None:
@@ -140,6 +144,11 @@ class Gradebook:
     def digests(self) -> dict[tuple[str, str], str]:
         """{(student, notebook): sha256 of the file graded last time}."""
         return {(r["student"], r["notebook"]): r.get("digest", "") for r in self.runs()}
+
+
+def new_run_id() -> str:
+    """An id for one ``make grade`` run: its start time and process id."""
+    return time.strftime("%Y%m%dT%H%M%S") + f"-{os.getpid()}"
 
 
 def _number(x: float) -> str:
@@ -188,17 +197,37 @@ def write_tables(folder: Path, current: dict, exercises: list, students: dict[st
     return written
 
 
+STATISTICS_COLUMNS = ["exercise", "notebook", "max_points", "graded_by", "graded", "by_hand", "unreadable",
+                      "mean_points", "share_solved", "most_common_failing_case"]
+
+
 def statistics(current: dict, exercises: list) -> list[dict]:
-    """Per exercise: students graded, mean points, share solved, the most common failing hidden case."""
+    """Per exercise: how it is graded, the notebooks graded, the exercises graded by hand (an override),
+    the unreadable files (not counted as graded), mean points, share solved and the most common failing case.
+
+    ``share_solved`` counts full points; for an exercise whose point is for a written justification
+    (``graded_by`` "by hand", e.g. 04.1) it counts the right values, since the points come from the overrides.
+
+    Args:
+        current: ``Gradebook.current()``.
+        exercises: every graded exercise (``ExerciseSpec``), in course order.
+    """
     table = []
     for spec in exercises:
-        results = [e for row in current.values() for e in row["exercises"] if e["exercise"] == spec.exercise]
+        rows = [(row, e) for row in current.values() for e in row["exercises"] if e["exercise"] == spec.exercise]
+        results = [e for row, e in rows if not row.get("unreadable")]
+        by_hand = any(e.get("graded_by") == "by hand" for e in results) or spec.kind == "value"
         failing = Counter(case for e in results for case, why in e.get("cases", {}).items() if why)
         common = failing.most_common(1)
+        solved = [e for e in results if (e["status"] == "passed" if by_hand and not e.get("override")
+                                         else e["points"] >= spec.points)]
         table.append({
-            "exercise": spec.exercise, "notebook": spec.notebook, "max_points": spec.points, "graded": len(results),
+            "exercise": spec.exercise, "notebook": spec.notebook, "max_points": spec.points,
+            "graded_by": "by hand (value checked automatically)" if by_hand else "hidden tests",
+            "graded": len(results), "by_hand": sum(1 for e in results if e.get("override")),
+            "unreadable": len(rows) - len(results),
             "mean_points": round(sum(e["points"] for e in results) / len(results), 2) if results else 0.0,
-            "share_solved": round(sum(e["points"] >= spec.points for e in results) / len(results), 3) if results else 0.0,
+            "share_solved": round(len(solved) / len(results), 3) if results else 0.0,
             "most_common_failing_case": f"{common[0][0]} ({common[0][1]}x)" if common else "",
         })
     return table
@@ -206,11 +235,16 @@ def statistics(current: dict, exercises: list) -> list[dict]:
 
 def write_statistics(folder: Path, table: list[dict]) -> list[Path]:
     """statistics.csv, statistics.md and statistics.png (mean share of the points and share solved)."""
-    header = ["exercise", "notebook", "max_points", "graded", "mean_points", "share_solved", "most_common_failing_case"]
+    header = STATISTICS_COLUMNS
     write_atomic(folder / "statistics.csv", _csv([header] + [[row[h] for h in header] for row in table]))
-    lines = ["| exercise | max | graded | mean | solved | most common failing hidden case |", "|---|---|---|---|---|---|"]
-    lines += [f"| {r['exercise']} | {r['max_points']} | {r['graded']} | {r['mean_points']:g} | "
-              f"{r['share_solved']:.0%} | {r['most_common_failing_case'].replace('|', '/')} |" for r in table]
+    lines = ["| exercise | max | graded by | graded | of them by hand | unreadable files | mean | solved | "
+             "most common failing hidden case |", "|---|---|---|---|---|---|---|---|---|"]
+    lines += [f"| {r['exercise']} | {r['max_points']} | {r['graded_by']} | {r['graded']} | {r['by_hand']} | "
+              f"{r['unreadable']} | {r['mean_points']:g} | {r['share_solved']:.0%} | "
+              f"{r['most_common_failing_case'].replace('|', '/')} |" for r in table]
+    lines += ["", "graded: notebooks that could be read (unreadable files are counted apart); of them by hand: "
+              "results set by an override; solved: full points, or for an exercise graded by hand the right value "
+              "where no override is recorded yet."]
     write_atomic(folder / "statistics.md", "\n".join(lines) + "\n")
     import matplotlib
 
@@ -220,10 +254,10 @@ def write_statistics(folder: Path, table: list[dict]) -> list[Path]:
     fig, ax = plt.subplots(figsize=(max(6, 0.6 * len(table) + 2), 4))
     x = range(len(table))
     ax.bar([i - 0.2 for i in x], [r["mean_points"] / r["max_points"] for r in table], 0.4, label="mean share of points")
-    ax.bar([i + 0.2 for i in x], [r["share_solved"] for r in table], 0.4, label="share solved (full points)")
-    ax.set_xticks(list(x), [r["exercise"] for r in table])
+    ax.bar([i + 0.2 for i in x], [r["share_solved"] for r in table], 0.4, label="share solved (full points, or the right value*)")
+    ax.set_xticks(list(x), [r["exercise"] + ("*" if r["graded_by"] != "hidden tests" else "") for r in table])
     ax.set_ylim(0, 1.05)
-    ax.set_xlabel("exercise")
+    ax.set_xlabel("exercise (* graded by hand: a justification of the value)")
     ax.set_ylabel("share of students")
     ax.set_title("Exercises: mean points and share solved")
     ax.legend(loc="upper right")

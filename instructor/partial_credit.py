@@ -10,16 +10,18 @@ its end and each hidden case counts:
 
     points = exercise points x (hidden cases passed) / (hidden cases)
 
-A test that stops on its own (the answer has the wrong structure, e.g. not a tuple; or a rule of the
-exercise is broken) keeps the cases it had passed, and every case it did not reach counts as failed (the
-number of cases of each test is learnt from runs that reached the end; see :class:`CaseCounts`). One-value
-exercises have no cases: right or wrong. An unattempted exercise scores 0.
+The number of hidden cases is the one the hidden test states (``@hidden_test(..., cases=N)``), so the
+points of a notebook depend on that notebook alone, never on which notebooks were graded before it. A
+wrong structure (not a tuple where the test unpacks one) fails that case and the test goes on
+(``unpack`` is replaced as well). A test that stops on its own (a rule of the exercise is broken, or the
+answer breaks the test itself) keeps the cases it had passed, and every case it did not reach counts as
+failed. The message names the first thing that went wrong: when the student's code raised, that error,
+not the structure check that followed it. One-value exercises have no cases: right or wrong. An
+unattempted exercise scores 0.
 """
 
 from __future__ import annotations
 
-import json
-import os
 import sys
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -78,6 +80,7 @@ class TestOutcome:
         cases: {case: None when passed, else what was wrong}, in the order the test ran them.
         message: the first reason for lost points (a hidden case's description and what was wrong).
         complete: True when the test ran to its end.
+        total: the number of hidden cases the share is taken of (0 for a one-value exercise).
     """
 
     status: str
@@ -85,6 +88,7 @@ class TestOutcome:
     cases: dict[str, str | None] = field(default_factory=dict)
     message: str = ""
     complete: bool = True
+    total: int = 0
 
 
 class _Failed:
@@ -108,37 +112,17 @@ class _Failed:
         return iter(())
 
 
-class CaseCounts:
-    """How many hidden cases each test has, learnt from the runs that reached the test's end (a JSON file)."""
-
-    def __init__(self, path: Path | None):
-        self.path = path
-        self.counts: dict[str, int] = {}
-        if path is not None and path.exists():
-            self.counts = {str(k): int(v) for k, v in json.loads(path.read_text(encoding="utf-8")).items()}
-
-    def learn(self, exercise: str, count: int) -> None:
-        if count > self.counts.get(exercise, 0):
-            self.counts[exercise] = count
-
-    def get(self, exercise: str) -> int:
-        return self.counts.get(exercise, 0)
-
-    def save(self) -> None:
-        if self.path is None:
-            return
-        part = self.path.with_suffix(".part")
-        part.write_text(json.dumps(dict(sorted(self.counts.items())), indent=1), encoding="utf-8")
-        os.replace(part, self.path)
-
-
 @contextmanager
 def _recording(cases: dict[str, str | None]):
-    original_call, original_expect = hidden_tests.call, hidden_tests.expect
+    """Replace ``call``, ``expect`` and ``unpack`` in the hidden tests while the block runs (see the module's
+    docstring); ``cases`` receives each compared case's verdict. A crash of the student's code counts for the
+    comparisons that follow it (they receive the stand-in); one that no comparison followed counts by itself."""
+    original_call, original_expect, original_unpack = hidden_tests.call, hidden_tests.expect, hidden_tests.unpack
+    crashes: dict[str, str] = {}
 
     def call(exercise, fn, case, *args, **kwargs):
         if isinstance(fn, _Failed):
-            cases.setdefault(case, fn.why)
+            crashes.setdefault(case, fn.why)
             return fn
         try:
             if type(fn) is Remote:
@@ -151,7 +135,7 @@ def _recording(cases: dict[str, str | None]):
         except AssertionError as exc:
             if isinstance(exc.__context__, KernelGone) or isinstance(exc.__cause__, KernelGone):
                 raise
-            cases[case] = str(exc)
+            crashes[case] = str(exc)
             return _Failed(str(exc))
 
     def expect(exercise, case, got, expected, atol=1e-5, rtol=1e-4):
@@ -164,25 +148,37 @@ def _recording(cases: dict[str, str | None]):
         else:
             cases.setdefault(case, None)
 
+    def unpack(exercise, case, got, count, wanted, kinds=(tuple,)):
+        if isinstance(got, _Failed):
+            return (got,) * count
+        try:
+            return original_unpack(exercise, case, got, count, wanted, kinds)
+        except AssertionError as exc:
+            return (_Failed(str(exc)),) * count
+
+    replaced = {"call": call, "expect": expect, "unpack": unpack}
     modules = [m for name, m in sys.modules.items() if name == "hidden_tests" or name.startswith("hidden_tests.")]
-    saved = [(m, name, getattr(m, name)) for m in modules for name in ("call", "expect") if hasattr(m, name)]
+    saved = [(m, name, getattr(m, name)) for m in modules for name in replaced if hasattr(m, name)]
     for module, name, _ in saved:
-        setattr(module, name, call if name == "call" else expect)
+        setattr(module, name, replaced[name])
     try:
         yield
     finally:
         for module, name, value in saved:
             setattr(module, name, value)
-        hidden_tests.call, hidden_tests.expect = original_call, original_expect
+        compared = set(cases.values())
+        for case, why in crashes.items():
+            if why not in compared:
+                cases.setdefault(case, why)
+        hidden_tests.call, hidden_tests.expect, hidden_tests.unpack = original_call, original_expect, original_unpack
 
 
-def run_test(test, args: list, kwargs: dict, counts: CaseCounts) -> TestOutcome:
+def run_test(test, args: list, kwargs: dict) -> TestOutcome:
     """Run ``test`` (a ``hidden_tests.HiddenTest``) on the student's answer, case by case.
 
     Args:
         test: the hidden test.
         args, kwargs: the arguments of the exercise's check call, as the student's kernel answered them.
-        counts: the number of cases of each test (learnt here when the test reaches its end).
     """
     cases: dict[str, str | None] = {}
     torch.manual_seed(0)
@@ -191,9 +187,9 @@ def run_test(test, args: list, kwargs: dict, counts: CaseCounts) -> TestOutcome:
         with _recording(cases):
             test.run(*args, **kwargs)
     except hidden_tests.NotAttempted as exc:
-        return TestOutcome("not attempted", 0.0, cases, str(exc))
+        return TestOutcome("not attempted", 0.0, cases, str(exc), total=_total(test, cases))
     except _rule_errors() as exc:
-        return TestOutcome("broke a rule", 0.0, cases, str(exc))
+        return TestOutcome("broke a rule", 0.0, cases, str(exc), total=_total(test, cases))
     except AssertionError as exc:
         if isinstance(exc.__context__, KernelGone) or isinstance(exc.__cause__, KernelGone):
             raise KernelGone(str(exc)) from None
@@ -203,14 +199,25 @@ def run_test(test, args: list, kwargs: dict, counts: CaseCounts) -> TestOutcome:
     except Exception as exc:  # the answer broke the test itself (wrong type or size)
         stopped = (f"Exercise {test.exercise}: your answer could not be tested on the hidden cases "
                    f"({type(exc).__name__}: {exc}).")
+    return _outcome(test, cases, stopped)
+
+
+def _total(test, cases: dict) -> int:
+    """The number of hidden cases: the test's own statement (never fewer than the cases it ran)."""
+    stated = getattr(test, "cases", None) or 0
+    return max(stated, len(cases))
+
+
+def _outcome(test, cases: dict[str, str | None], stopped: str) -> TestOutcome:
+    """Points from the recorded ``cases``; ``stopped`` says why the test ended early ("" when it did not)."""
     failures = [why for why in cases.values() if why]
-    if not stopped:
-        counts.learn(test.exercise, len(cases))
-        total = max(len(cases), 1)
-        share = (len(cases) - len(failures)) / total if cases else 1.0
-        status = "passed" if share == 1.0 else "partial" if share > 0 else "failed"
-        return TestOutcome(status, share, cases, failures[0] if failures else "", True)
+    total = _total(test, cases)
+    if not cases and not stopped:  # a one-value exercise: right, as the test did not object
+        return TestOutcome("passed", 1.0, cases, "", True, 0)
+    if stopped and not cases:
+        total = max(total, 1)
     passed = sum(1 for why in cases.values() if why is None)
-    total = max(counts.get(test.exercise), len(cases) + 1)
-    share = passed / total
-    return TestOutcome("partial" if share > 0 else "failed", share, cases, stopped, False)
+    share = passed / total if total else 0.0
+    status = "passed" if share == 1.0 and not stopped else "partial" if share > 0 else "failed"
+    message = failures[0] if failures else stopped  # the student's error first, not what it caused
+    return TestOutcome(status, share, cases, message, not stopped, total)

@@ -20,7 +20,7 @@ path in the export. Built-in patterns (``--format``):
 the student's id. With ``--roster roster.csv`` (columns ``platform_id`` and at least one of ``student``,
 ``name``), students are named by the roster, and students on it who handed in nothing are listed in the
 manifest and reported. A notebook renamed by its student (``my attention (1).ipynb``) is matched by the
-locked test cells inside it; when a student handed in a notebook twice, the latest submission is kept.
+locked test cells inside it (``make grade`` matches the same way: :func:`match_notebook`); when a student handed in a notebook twice, the latest submission is kept.
 
 Usage:
     python scripts/collect.py FROM [--out submissions] [--format auto] [--pattern REGEX] [--roster roster.csv]
@@ -48,6 +48,7 @@ PATTERNS = {
     "canvas": r"^(?P<student>[a-z0-9]+)_(?:(?P<late>LATE)_)?(?P<platform_id>\d+)_\d+_(?P<file>[^/]+)$",
     "folders": r"^(?:(?P<student>[^/]+)/(?P<file>[^/]+)|(?P<prefix>[^/]+))$",
 }
+COPY_OF = re.compile(r"^(?:copy of|kopie von|copia de|copie de)\s+")
 GRADE_ID = re.compile(r'"grade_id":\s*"hidden_nb(\d\d)_')
 MANIFEST_COLUMNS = ["student", "platform_id", "name", "late", "submitted_at", "notebooks", "files"]
 
@@ -75,9 +76,31 @@ def slug(text: str) -> str:
     return NOT_ID.sub("_", ascii_text).strip("_-. ").lower()
 
 
+def normalized_name(file_name: str) -> str:
+    """A file name as students' tools change it, brought back to the course's form: no folder and no
+    ``.ipynb``, lower case, "Copy of " and a browser's " (1)" dropped, spaces, dots and dashes as ``_``
+    (``Copy of 04 Attention (1).ipynb`` -> ``04_attention``)."""
+    name = PurePosixPath(str(file_name).replace("\\", "/")).name
+    if name.lower().endswith(".ipynb"):
+        name = name[: -len(".ipynb")]
+    text = unicodedata.normalize("NFKC", name).casefold()
+    text = COPY_OF.sub("", text)
+    text = re.sub(r"\s*\(\d+\)", "", text)  # a browser's " (1)"
+    text = re.sub(r"[\s.\-]+", "_", text)
+    return re.sub(r"_+", "_", text).strip("_")
+
+
 def match_notebook(file_name: str, data: bytes, stems: list[str]) -> str | None:
-    """The course notebook a handed-in file is: by its name, else by the locked test cells inside it."""
-    stem = next((s for s in stems if s in file_name), None)
+    """The course notebook a handed-in file is: by its name (see :func:`normalized_name`), else by the locked
+    test cells inside it; None when neither tells.
+
+    Args:
+        file_name: the file's name (a path is fine).
+        data: the file's bytes (a UTF-8 byte order mark is fine).
+        stems: the course notebooks' stems, longest first.
+    """
+    name = normalized_name(file_name)
+    stem = next((s for s in stems if s.casefold() in name), None)
     if stem:
         return stem
     found = GRADE_ID.search(data.decode("utf-8", errors="replace"))

@@ -23,6 +23,7 @@ Output (default ``build/grading/``):
     grades_long.csv        one row per student and exercise: points, status, why points were lost
     platform_grades.csv    for the learning platform: its user id, total, max_total, late, submission time
     statistics.csv/.md/.png per exercise: mean, share solved, most common failing hidden case; the plot
+                           (exercises graded by hand apart from automatic ones; unreadable files apart)
     feedback/<student>.md and .html   one file per student, for the student
     graded/<student>/<notebook>.ipynb the notebook as graded (test cells after their exercises, with the grade)
 
@@ -39,6 +40,8 @@ import multiprocessing
 import re
 import sys
 import time
+from concurrent.futures.process import BrokenProcessPool
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import nbformat
@@ -72,18 +75,71 @@ def course_exercises(stems: list[str]) -> list[ExerciseSpec]:
     return specs
 
 
-def find_submissions(submissions: Path, stems: set[str]) -> dict[tuple[str, str], Path]:
-    """{(student, notebook): path} of every course notebook in ``submissions/<student>/``."""
-    found = {}
+@dataclass
+class Submissions:
+    """What the submissions folder holds.
+
+    Attributes:
+        found: {(student, notebook stem): the file graded for it}.
+        not_graded: {student: ["file: why it is not graded"]}, for the run's summary and the feedback.
+        problems: folders that are no student's (a name that is not a valid id), for the run's summary.
+    """
+
+    found: dict[tuple[str, str], Path] = field(default_factory=dict)
+    not_graded: dict[str, list[str]] = field(default_factory=dict)
+    problems: list[str] = field(default_factory=list)
+
+
+def find_submissions(submissions: Path, stems: set[str]) -> Submissions:
+    """Every course notebook in ``submissions/<student>/``, matched as ``make collect`` matches them
+    (``collect.match_notebook``: ``04_attention (1).ipynb``, ``Copy of 04 Attention.ipynb``, or the test cells
+    inside); every other file is listed with the reason it is not graded, never dropped silently.
+
+    Args:
+        submissions: one folder per student.
+        stems: the course notebooks' stems.
+    """
+    import collect
+
+    ordered = sorted(stems, key=len, reverse=True)
+    result = Submissions()
     for folder in sorted(p for p in submissions.iterdir() if p.is_dir() and not p.name.startswith(".")):
         if not STUDENT_ID.fullmatch(folder.name):
-            raise SystemExit(f"{folder}: a student id may hold letters, digits, '_', '-' and '.' only")
-        for notebook in sorted(folder.glob("*.ipynb")):
-            if notebook.stem in stems:
-                found[(folder.name, notebook.stem)] = notebook
+            result.problems.append(f"{folder.name}/: not graded: a student id may hold letters, digits, '_', '-' "
+                                   "and '.' only (rename the folder)")
+            continue
+        matched: dict[str, list[Path]] = {}
+        notes = []
+        for path in sorted(p for p in folder.rglob("*") if p.is_file() and not p.name.startswith(".")):
+            shown = path.relative_to(folder).as_posix()
+            if path.suffix.lower() != ".ipynb":
+                notes.append(f"{shown}: not graded: not a Jupyter notebook (.ipynb)")
+                continue
+            stem = collect.match_notebook(path.name, _head(path), ordered)
+            if stem is None:
+                notes.append(f"{shown}: not graded: neither its name nor its cells say which course notebook it is")
             else:
-                print(f"skipped {notebook}: not a notebook of the course")
-    return found
+                matched.setdefault(stem, []).append(path)
+        for stem, paths in sorted(matched.items()):
+            chosen = _preferred(stem, paths)
+            result.found[(folder.name, stem)] = chosen
+            notes += [f"{p.relative_to(folder).as_posix()}: not graded: {chosen.relative_to(folder).as_posix()} "
+                      f"is graded as {stem}" for p in paths if p != chosen]
+        if notes:
+            result.not_graded[folder.name] = notes
+    return result
+
+
+def _head(path: Path, limit: int = 4 << 20) -> bytes:
+    """The first bytes of ``path`` (enough to find a locked test cell's grade id)."""
+    with path.open("rb") as handle:
+        return handle.read(limit)
+
+
+def _preferred(stem: str, paths: list[Path]) -> Path:
+    """Of several files for one notebook: the one under the course's own name, else the latest saved one."""
+    exact = [p for p in paths if p.name == f"{stem}.ipynb"]
+    return exact[0] if exact else max(paths, key=lambda p: (p.stat().st_mtime, p.name))
 
 
 # ---- worker side -------------------------------------------------------------------------------------
@@ -91,20 +147,77 @@ def find_submissions(submissions: Path, stems: set[str]) -> dict[tuple[str, str]
 _WORKER: dict = {}
 
 
-def _worker_init(counts_path: str) -> None:
-    import partial_credit
+def _worker_init() -> None:
     import student_edition
 
     _WORKER["tests"] = student_edition.hidden_registry()
-    _WORKER["counts"] = partial_credit.CaseCounts(Path(counts_path))
 
 
-def _grade_task(student: str, path: str, specs: list[ExerciseSpec], limits: sandbox.Limits):
+def _grade_task(student: str, path: str, notebook: str, specs: list[ExerciseSpec], limits: sandbox.Limits):
+    """Grade one notebook in a worker; whatever fails becomes the notebook's result (never an exception)."""
     import executor
 
-    result = executor.grade_notebook(student, Path(path), specs, _WORKER["tests"], limits, _WORKER["counts"])
-    learnt = dict(_WORKER["counts"].counts)
-    return result, learnt
+    try:
+        return executor.grade_notebook(student, Path(path), specs, _WORKER["tests"], limits, notebook)
+    except (Exception, SystemExit) as exc:
+        return failed_result(student, notebook, specs, f"the grader failed on this notebook "
+                                                       f"({type(exc).__name__}: {str(exc)[:200]})")
+
+
+def failed_result(student: str, notebook: str, specs: list[ExerciseSpec], why: str):
+    """The result of a notebook the grader could not grade at all: every exercise "not graded", saying why."""
+    import executor
+
+    exercises = [executor.ExerciseResult(s.exercise, 0.0, s.points, "not graded", f"Not graded: {why}.")
+                 for s in specs]
+    return executor.NotebookResult(student, notebook, exercises, run_note=why, isolation=sandbox.isolation())
+
+
+def grade_all(todo: list[tuple[str, str, Path]], specs: list[ExerciseSpec], limits: sandbox.Limits, jobs: int,
+              save, task=_grade_task, initializer=_worker_init) -> None:
+    """Grade every ``(student, notebook, path)`` of ``todo`` in worker processes and ``save(result, path)`` each
+    as it finishes.
+
+    A worker process that dies (the pool breaks) takes the notebooks it was grading with it: those are graded
+    again, each in a worker of its own; a notebook that kills its worker again gets a result saying so.
+
+    Args:
+        todo: what to grade.
+        specs: every graded exercise (each notebook gets its own).
+        limits: the sandbox's limits.
+        jobs: notebooks graded at once.
+        save: called with each result and its file, in the order they finish.
+        task, initializer: the worker's function and set-up (tests replace them).
+    """
+    broken = _grade_in_pool(todo, specs, limits, jobs, save, task, initializer)
+    if broken:
+        print(f"  a grading worker died: grading {len(broken)} notebook(s) again, one at a time", flush=True)
+    for item in broken:
+        if _grade_in_pool([item], specs, limits, 1, save, task, initializer):
+            sid, nb, path = item
+            save(failed_result(sid, nb, [s for s in specs if s.notebook == nb],
+                               "the grader's worker process died while grading this notebook (twice)"), path)
+
+
+def _grade_in_pool(todo, specs, limits, jobs: int, save, task, initializer) -> list:
+    """Grade ``todo`` in one pool of ``jobs`` workers; return the items lost to a worker that died."""
+    broken = []
+    context = multiprocessing.get_context("spawn")  # no fork of a process holding torch threads
+    with futures.ProcessPoolExecutor(min(jobs, len(todo)), mp_context=context, initializer=initializer) as pool:
+        pending = {pool.submit(task, sid, str(path), nb, [s for s in specs if s.notebook == nb], limits):
+                   (sid, nb, path) for sid, nb, path in todo}
+        for done in futures.as_completed(pending):
+            sid, nb, path = pending[done]
+            try:
+                result = done.result()
+            except BrokenProcessPool:
+                broken.append((sid, nb, path))
+                continue
+            except Exception as exc:  # e.g. a result that could not be sent back from the worker
+                result = failed_result(sid, nb, [s for s in specs if s.notebook == nb],
+                                       f"the grader failed on this notebook ({type(exc).__name__}: {str(exc)[:200]})")
+            save(result, path)
+    return broken
 
 
 # ---- the command ---------------------------------------------------------------------------------------
@@ -113,6 +226,10 @@ def _grade_task(student: str, path: str, specs: list[ExerciseSpec], limits: sand
 def grade(submissions: Path, out: Path, jobs: int = 1, students: list[str] | None = None, regrade_all: bool = False,
           limits: sandbox.Limits | None = None, notebooks: list[str] | None = None) -> dict:
     """Grade what is new or asked for and rewrite the reports from the gradebook.
+
+    Each notebook's result is appended to the gradebook (and its graded copy written) as soon as it is
+    graded, so a run that is stopped half-way keeps what it graded: the next run grades only the rest. The
+    reports are written at the end, and also when the run is interrupted.
 
     Args:
         submissions: one folder per student (optionally with ``manifest.csv`` from ``collect.py``).
@@ -123,15 +240,14 @@ def grade(submissions: Path, out: Path, jobs: int = 1, students: list[str] | Non
         limits: the sandbox's limits.
         notebooks: the assigned notebooks (stems); default: every course notebook someone handed in.
 
-    Returns {"graded": [(student, notebook)], "current": Gradebook.current()}.
+    Returns {"graded": [(student, notebook)], "current": Gradebook.current(), "not_graded": {student: [notes]}}.
     """
-    import partial_credit
-
     if jobs < 1:
         raise ValueError(f"jobs (-j) must be at least 1, got {jobs}")
     limits = limits or sandbox.Limits()
     all_stems = sorted(p.stem for p in (ROOT / "notebooks").glob("*.ipynb"))
-    found = find_submissions(submissions, set(all_stems))
+    handed = find_submissions(submissions, set(all_stems))
+    found = handed.found
     roster = gb.read_manifest(submissions / MANIFEST) if (submissions / MANIFEST).exists() else {}
     for sid in students or []:
         if sid not in roster and not any(s == sid for s, _ in found):
@@ -144,7 +260,31 @@ def grade(submissions: Path, out: Path, jobs: int = 1, students: list[str] | Non
         raise SystemExit(f"{submissions}: no course notebook found in its student folders")
     specs = course_exercises(assigned)
     book = gb.Gradebook(out)
-    digests = book.digests()
+    todo = _todo(found, assigned, book.digests(), students, regrade_all)
+    print(sandbox.describe())
+    print(f"grading {len(todo)} notebooks with {jobs} worker(s); {len(found) - len(todo)} unchanged kept", flush=True)
+    run_id = gb.new_run_id()
+    graded = []
+
+    def save(result, path: Path) -> None:
+        _print_result(result)
+        if result.graded_notebook is not None:
+            _write_graded(out / "graded" / result.student / f"{result.notebook}.ipynb", result.graded_notebook)
+        book.add_runs([{**result.to_json(), "digest": gb.file_digest(path)}], run_id)
+        graded.append((result.student, result.notebook))
+
+    try:
+        if todo:
+            grade_all(todo, specs, limits, jobs, save)
+    finally:
+        current = {k: v for k, v in book.current().items() if k[1] in assigned}
+        write_reports(out, current, specs, roster, {s for s, _ in found}, handed.not_graded)
+        _print_not_graded(handed)
+    return {"graded": sorted(graded), "current": current, "not_graded": handed.not_graded}
+
+
+def _todo(found: dict, assigned: list[str], digests: dict, students: list[str] | None,
+          regrade_all: bool) -> list[tuple[str, str, Path]]:
     todo = []
     for (sid, nb), path in sorted(found.items()):
         if nb not in assigned:
@@ -154,41 +294,53 @@ def grade(submissions: Path, out: Path, jobs: int = 1, students: list[str] | Non
                 todo.append((sid, nb, path))  # only the students asked for, changed or not
         elif regrade_all or digests.get((sid, nb)) != gb.file_digest(path):
             todo.append((sid, nb, path))
-    print(sandbox.describe())
-    print(f"grading {len(todo)} notebooks with {jobs} worker(s); {len(found) - len(todo)} unchanged kept", flush=True)
-    counts_path = book.dir / "case_counts.json"
-    counts = partial_credit.CaseCounts(counts_path)
-    counts.save()
-    results = []
-    if todo:
-        context = multiprocessing.get_context("spawn")  # no fork of a process holding torch threads
-        with futures.ProcessPoolExecutor(jobs, mp_context=context, initializer=_worker_init,
-                                         initargs=(str(counts_path),)) as pool:
-            pending = {pool.submit(_grade_task, sid, str(path), [s for s in specs if s.notebook == nb], limits):
-                       (sid, nb, path) for sid, nb, path in todo}
-            for done in futures.as_completed(pending):
-                sid, nb, path = pending[done]
-                result, learnt = done.result()
-                for exercise, count in learnt.items():
-                    counts.learn(exercise, count)
-                got = sum(e.points for e in result.exercises)
-                possible = sum(e.max_points for e in result.exercises)
-                note = f" ({result.run_note})" if result.run_note else ""
-                print(f"  {sid} / {nb}: {got:g} of {possible} points in {result.seconds:.1f} s{note}", flush=True)
-                if result.graded_notebook is not None:
-                    target = out / "graded" / sid / f"{nb}.ipynb"
-                    gb.write_atomic(target, nbformat.writes(result.graded_notebook))
-                results.append({**result.to_json(), "digest": gb.file_digest(path)})
-        results.sort(key=lambda r: (r["student"], r["notebook"]))
-        book.add_runs(results)
-        counts.save()
-    current = {k: v for k, v in book.current().items() if k[1] in assigned}
-    write_reports(out, current, specs, roster, {s for s, _ in found})
-    return {"graded": [(r["student"], r["notebook"]) for r in results], "current": current}
+    return todo
 
 
-def write_reports(out: Path, current: dict, specs: list[ExerciseSpec], roster: dict, handed_in: set[str]) -> None:
-    """The CSV files, the statistics and one feedback file per student (only changed files are rewritten)."""
+def _write_graded(target: Path, nb) -> None:
+    try:
+        gb.write_atomic(target, nbformat.writes(nb))
+    except Exception as exc:  # the graded copy is for reading; the grades are in the gradebook
+        print(f"    could not write {target.name} ({type(exc).__name__}: {str(exc)[:200]})", flush=True)
+
+
+def _print_result(result) -> None:
+    """One line per graded notebook, and one per exercise that was not graded (naming the cause)."""
+    got = sum(e.points for e in result.exercises)
+    possible = sum(e.max_points for e in result.exercises)
+    note = f" ({result.run_note})" if result.run_note else ""
+    print(f"  {result.student} / {result.notebook}: {got:g} of {possible} points in {result.seconds:.1f} s{note}",
+          flush=True)
+    if not result.run_note:
+        for e in result.exercises:
+            if e.status == "not graded":
+                print(f"    {result.student}, exercise {e.exercise}: {e.message}", flush=True)
+
+
+def _print_not_graded(handed: Submissions) -> None:
+    if not handed.not_graded and not handed.problems:
+        return
+    print("files not graded:")
+    for line in handed.problems:
+        print(f"  {line}")
+    for sid, notes in sorted(handed.not_graded.items()):
+        for note in notes:
+            print(f"  {sid}: {note}")
+
+
+def write_reports(out: Path, current: dict, specs: list[ExerciseSpec], roster: dict, handed_in: set[str],
+                  not_graded: dict[str, list[str]] | None = None) -> None:
+    """The CSV files, the statistics and one feedback file per student (only changed files are rewritten).
+
+    Args:
+        out: the grading folder.
+        current: ``Gradebook.current()`` for the assigned notebooks.
+        specs: every graded exercise of the assigned notebooks.
+        roster: the students of the manifest.
+        handed_in: the students with a submissions folder.
+        not_graded: {student: ["file: why it is not graded"]} (shown in their feedback).
+    """
+    not_graded = not_graded or {}
     people = dict(roster)
     for sid in handed_in | {s for s, _ in current}:
         people.setdefault(sid, gb.Student(sid))
@@ -205,6 +357,7 @@ def write_reports(out: Path, current: dict, specs: list[ExerciseSpec], roster: d
         for (s, nb), row in sorted(current.items()):
             if s == sid and row.get("run_note"):
                 notes.append(f"{nb}: {row['run_note']}.")
+        notes += [f"Your file {note}." for note in not_graded.get(sid, [])]
         if info.late:
             notes.append(f"Marked late by the learning platform{' (' + info.submitted_at + ')' if info.submitted_at else ''}.")
         rows = feedback.rows_for(rows_in)

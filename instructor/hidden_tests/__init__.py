@@ -63,6 +63,7 @@ __all__ = [
     "lookup",
     "not_attempted",
     "rules_table",
+    "unpack",
 ]
 
 FUNCTION, VALUE = "function", "value"
@@ -81,6 +82,8 @@ class HiddenTest:
         kind: ``"function"`` (graded on hidden inputs) or ``"value"`` (one right answer).
         run: the test; raises AssertionError when the answer is wrong.
         rules: what a coding exercise's answer may use (None for one-value exercises).
+        cases: how many hidden cases a coding exercise's test compares (the labels it passes to
+            :func:`expect`); partial credit is a share of these. None for one-value exercises.
     """
 
     module: str
@@ -90,6 +93,7 @@ class HiddenTest:
     kind: str
     run: Callable[..., None]
     rules: Rules | None = None
+    cases: int | None = None
 
     @property
     def auto_points(self) -> int:
@@ -128,7 +132,8 @@ RULES: dict[str, Rules] = {}  # exercise number -> rules, for call()
 MODULES = sorted(path.stem for path in Path(__file__).parent.glob("nb[0-9][0-9].py"))  # nb00 ... one per notebook
 
 
-def hidden_test(checker: str, exercise: str, points: int, kind: str = FUNCTION, rules: Rules | None = None):
+def hidden_test(checker: str, exercise: str, points: int, kind: str = FUNCTION, rules: Rules | None = None,
+                cases: int | None = None):
     """Register the decorated function as the hidden test of ``checker`` in the calling module.
 
     Args:
@@ -137,11 +142,16 @@ def hidden_test(checker: str, exercise: str, points: int, kind: str = FUNCTION, 
         points: points for a right answer.
         kind: ``"function"`` or ``"value"``.
         rules: a coding exercise's rules (default: its own code, no course_lib at all); not for values.
+        cases: the number of hidden cases (labels given to :func:`expect`) of a coding exercise; required
+            for one (tests/test_hidden_rules.py checks it against a run of the course's solution).
     """
     if kind not in (FUNCTION, VALUE):
         raise ValueError(f"kind must be {FUNCTION!r} or {VALUE!r}, got {kind!r}")
     if kind == VALUE and rules is not None:
         raise ValueError("one-value exercises have no code rules")
+    if (kind == FUNCTION) != (isinstance(cases, int) and cases > 0):
+        raise ValueError(f"exercise {exercise}: a coding exercise states its number of hidden cases "
+                         f"(cases=N > 0), a one-value exercise none; got kind={kind!r}, cases={cases!r}")
     if kind == FUNCTION:
         rules = rules or Rules()
         RULES[exercise] = rules
@@ -151,7 +161,7 @@ def hidden_test(checker: str, exercise: str, points: int, kind: str = FUNCTION, 
         key = (module, checker)
         if key in REGISTRY:
             raise ValueError(f"two hidden tests for {module}.{checker}")
-        REGISTRY[key] = HiddenTest(module, checker, exercise, points, kind, fn, rules)
+        REGISTRY[key] = HiddenTest(module, checker, exercise, points, kind, fn, rules, cases)
         return fn
 
     return register
@@ -319,6 +329,24 @@ def as_torch(value: Any) -> Any:
         if hasattr(value, "item") and kind.__name__ != "ndarray":
             return value.item()
     return value
+
+
+def unpack(exercise: str, case: str, got: Any, count: int, wanted: str, kinds: tuple = (tuple,)) -> tuple:
+    """``got`` as a tuple of ``count`` items, or raise AssertionError saying ``wanted`` (e.g. "return a tuple
+    (src_mask, tgt_mask)"). The grader replaces this (``instructor/partial_credit.py``) so that a wrong
+    structure fails the case's comparisons and the test goes on to its next case.
+
+    Args:
+        exercise: the exercise number.
+        case: the hidden case's description.
+        got: what the student's code returned.
+        count: how many items it must have.
+        wanted: what to return, for the message.
+        kinds: the sequence types accepted.
+    """
+    if isinstance(got, kinds) and len(got) == count:
+        return tuple(got)
+    raise AssertionError(f"Exercise {exercise}, hidden case '{case}': {wanted}.")
 
 
 def difference(got: Any, expected: Any, atol: float = 1e-5, rtol: float = 1e-4) -> str | None:

@@ -9,7 +9,7 @@ def _stoi(words, specials=("<pad>", "<bos>", "<eos>", "<unk>")):
     return {token: i for i, token in enumerate([*specials, *words])}
 
 
-@hidden_test("check_encode", "01.1", points=2)
+@hidden_test("check_encode", "01.1", points=2, cases=5)
 def encode(student_fn):
     table = _stoi(["Vogel", "singt", "ein", "Lied", "!", ","])
     shuffled = _stoi(["x", "y"], specials=("<unk>", "<eos>", "<pad>", "<bos>"))  # special ids in another order
@@ -55,7 +55,7 @@ def _merge(symbols, pair):
     return tuple(out)
 
 
-@hidden_test("check_merge_pair", "01.4", points=2)
+@hidden_test("check_merge_pair", "01.4", points=2, cases=6)
 def merge_pair(student_fn):
     cases = [
         ("a German compound", ("H", "a", "u", "s", "t", "ü", "r", "</w>"), ("t", "ü")),

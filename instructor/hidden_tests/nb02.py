@@ -11,7 +11,7 @@ from hidden_tests import VALUE, Forbidden, Rules, call, expect, generator, hidde
 from hidden_tests.rules import looks_up_rows
 
 
-@hidden_test("check_one_hot_embed", "02.1", points=2, rules=Rules(forbid=(
+@hidden_test("check_one_hot_embed", "02.1", points=2, cases=4, rules=Rules(forbid=(
     Forbidden("one_hot", "without F.one_hot (build the one-hot tensor yourself by broadcasting)"),
     Forbidden("embedding|index_select|gather|take|index_put", "without nn.Embedding or a lookup of weight's rows "
               "(multiply the one-hot tensor by weight)"),
@@ -30,7 +30,7 @@ def one_hot_embed(student_fn):
         expect("02.1", case, got, weight[ids], atol=1e-6)
 
 
-@hidden_test("check_scaled_embedding", "02.2", points=2)
+@hidden_test("check_scaled_embedding", "02.2", points=2, cases=4)
 def scaled_embedding(student_cls):
     g = generator(20_002)
     for vocab_size, d_model, seq_len in [(13, 8, 3), (25, 12, 50), (40, 32, 32), (9, 2, 11)]:

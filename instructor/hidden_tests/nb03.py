@@ -18,7 +18,7 @@ def _table(positions, d_model):
     return out.float()
 
 
-@hidden_test("check_fixed_table", "03.1", points=2)
+@hidden_test("check_fixed_table", "03.1", points=2, cases=4)
 def fixed_table(student_fn):
     for max_len, d_model in [(7, 6), (3, 2), (40, 20), (12, 128)]:
         case = f"max_len={max_len}, d_model={d_model}"
@@ -26,7 +26,7 @@ def fixed_table(student_fn):
         expect("03.1", case, got, _table(torch.arange(max_len), d_model), atol=1e-4)
 
 
-@hidden_test("check_encode_positions", "03.2", points=2, rules=Rules(no_loops=True, stated="without Python loops"))
+@hidden_test("check_encode_positions", "03.2", points=2, cases=4, rules=Rules(no_loops=True, stated="without Python loops"))
 def encode_positions(student_fn):
     cases = [
         ("positions 0..19, d_model=10", torch.arange(20), 10),

@@ -29,7 +29,7 @@ def _attention(q, k, v, mask=None):
     return (scores.softmax(dim=-1) @ v.double()).to(q.dtype)  # (..., q_len, d_v)
 
 
-@hidden_test("check_attention_by_hand", "04.3", points=3, rules=Rules(forbid=(
+@hidden_test("check_attention_by_hand", "04.3", points=3, cases=6, rules=Rules(forbid=(
     Forbidden("softmax|scaled_dot_product_attention|multi_head_attention",
               "without softmax (use exp, sum and amax)"),), stated="without calling softmax: use exp, sum and amax"))
 def attention_by_hand(student_fn):

@@ -7,7 +7,7 @@ import torch
 from hidden_tests import VALUE, call, check_value, expect, generator, hidden_test
 
 
-@hidden_test("check_split_merge", "05.1", points=3)
+@hidden_test("check_split_merge", "05.1", points=3, cases=10)
 def split_merge(split_heads, merge_heads):
     g = generator(50_001)
     for seq, batch, d_model, n_heads in [(4, 3, 10, 5), (9, 1, 24, 6), (1, 2, 8, 8), (3, 5, 20, 2), (6, 6, 12, 3)]:
@@ -28,7 +28,7 @@ def parameter_count(answer):
     check_value("05.2", answer, 4 * 512 * 512 + 4 * 512)
 
 
-@hidden_test("check_fixed_multi_head_attention", "05.3", points=2)
+@hidden_test("check_fixed_multi_head_attention", "05.3", points=2, cases=3)
 def fixed_multi_head_attention(student_fn):
     from course_lib.attention import MultiHeadAttention
 

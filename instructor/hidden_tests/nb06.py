@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import torch
 
-from hidden_tests import VALUE, Rules, call, check_value, expect, generator, hidden_test
+from hidden_tests import VALUE, Rules, call, check_value, expect, generator, hidden_test, unpack
 
 
 def _padding(ids, pad_id):
@@ -27,7 +27,7 @@ def _padded_batch(seed, batch, length, pad_id, vocab=20):
     return ids
 
 
-@hidden_test("check_decoder_mask", "06.1", points=2, rules=Rules(stated="use only torch (not course_lib.masks)"))
+@hidden_test("check_decoder_mask", "06.1", points=2, cases=4, rules=Rules(stated="use only torch (not course_lib.masks)"))
 def decoder_mask(student_fn):
     cases = [
         ("batch=4, tgt_len=7, pad_id=0", _padded_batch(61, 4, 7, 0), 0),
@@ -54,7 +54,7 @@ def picture(answer):
     check_value("06.2", matrix, (torch.tensor([[7, 8, 2, 0]]) != 0)[:, None, None, :][0, 0].expand(5, 4))
 
 
-@hidden_test("check_fixed_masks", "06.3", points=2)
+@hidden_test("check_fixed_masks", "06.3", points=2, cases=6)
 def fixed_masks(student_fn):
     cases = [
         ("src 3x5, tgt 3x6, pad_id=0", _padded_batch(64, 3, 5, 0), _padded_batch(65, 3, 6, 0), 0),
@@ -63,7 +63,6 @@ def fixed_masks(student_fn):
     ]
     for case, src, tgt, pad_id in cases:
         got = call("06.3", student_fn, case, src.clone(), tgt.clone(), pad_id)
-        if not isinstance(got, tuple) or len(got) != 2:
-            raise AssertionError("Exercise 06.3: return a tuple (src_mask, tgt_mask).")
+        got = unpack("06.3", case, got, 2, "return a tuple (src_mask, tgt_mask)")
         expect("06.3", case + ", src_mask", got[0], _padding(src, pad_id))
         expect("06.3", case + ", tgt_mask", got[1], _decoder(tgt, pad_id))

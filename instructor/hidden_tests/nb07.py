@@ -55,7 +55,7 @@ def _fold_cases():
     return cases
 
 
-@hidden_test("check_fold_layer_norm", "07.1", points=3)
+@hidden_test("check_fold_layer_norm", "07.1", points=3, cases=3)
 def fold_layer_norm(student_fn):
     for case, norm, linear, x in _fold_cases():
         before = [p.detach().clone() for module in (norm, linear) for p in module.parameters()]
@@ -75,7 +75,7 @@ def fold_layer_norm(student_fn):
         expect("07.1", case, got, expected, atol=1e-4)
 
 
-@hidden_test("check_fixed_norm", "07.2", points=2, rules=Rules(forbid=(NO_LAYER_NORM,),
+@hidden_test("check_fixed_norm", "07.2", points=2, cases=4, rules=Rules(forbid=(NO_LAYER_NORM,),
                                                             stated="change it in place; " + IMPLIED))
 def fixed_norm(student_fn):
     for case, x, weight, bias, eps in _norm_cases(70_002):
@@ -90,7 +90,7 @@ def ffn_parameter_count(answer):
     check_value("07.3", answer, 2 * 512 * 2048 + 2048 + 512)
 
 
-@hidden_test("check_pre_norm_sublayer", "07.4", points=2)
+@hidden_test("check_pre_norm_sublayer", "07.4", points=2, cases=3)
 def pre_norm_sublayer(student_fn):
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(70_004)

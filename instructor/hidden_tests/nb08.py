@@ -14,7 +14,7 @@ def encoder_layer_parameters(answer):
     check_value("08.1", answer, 4 * (1024 * 1024 + 1024) + (2 * 1024 * 4096 + 4096 + 1024) + 2 * 2 * 1024)
 
 
-@hidden_test("check_post_norm_layer", "08.2", points=3, rules=Rules(
+@hidden_test("check_post_norm_layer", "08.2", points=3, cases=3, rules=Rules(
     allow=("MultiHeadAttention.forward", "PositionwiseFeedForward.forward", "LayerNorm.forward"),
     forbid=(Forbidden("TransformerEncoder", "written from the parts, without nn.TransformerEncoderLayer"),),
     stated="from its parts (self_attn, feed_forward, norm1, norm2, dropout1, dropout2), not the layer's own forward"))

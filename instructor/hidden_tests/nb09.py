@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import torch
 
-from hidden_tests import VALUE, Rules, call, check_value, expect, generator, hidden_test
+from hidden_tests import VALUE, Rules, call, check_value, expect, generator, hidden_test, unpack
 
 BOS_ID, EOS_ID = 1, 2
 
 
-@hidden_test("check_shift_right", "09.1", points=2)
+@hidden_test("check_shift_right", "09.1", points=2, cases=8)
 def shift_right(student_fn):
     g = generator(90_001)
     cases = [
@@ -20,8 +20,7 @@ def shift_right(student_fn):
     ]
     for case, ids in cases:
         got = call("09.1", student_fn, case, ids.clone())
-        if not isinstance(got, tuple) or len(got) != 2:
-            raise AssertionError("Exercise 09.1: return a tuple (decoder_input, labels).")
+        got = unpack("09.1", case, got, 2, "return a tuple (decoder_input, labels)")
         expect("09.1", case + ", decoder input", got[0], torch.cat([torch.tensor([BOS_ID]), ids]))
         expect("09.1", case + ", labels", got[1], torch.cat([ids, torch.tensor([EOS_ID])]))
 
@@ -33,7 +32,7 @@ def cross_attention_shape(answer):
     check_value("09.2", answer, (32, 4, 14, 12))
 
 
-@hidden_test("check_greedy_step", "09.3", points=3, rules=Rules(
+@hidden_test("check_greedy_step", "09.3", points=3, cases=3, rules=Rules(
     allow=("Transformer.decode", "Transformer.encode", "Transformer.forward", "TransformerConfig.*"),
     stated="use model.decode (course_lib's greedy_decode / beam_search are off limits)"))
 def greedy_step(student_fn):

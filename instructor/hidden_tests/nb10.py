@@ -7,7 +7,7 @@ import torch
 from hidden_tests import VALUE, call, expect, hidden_test, not_attempted
 
 
-@hidden_test("check_warmup_lr", "10.1", points=2)
+@hidden_test("check_warmup_lr", "10.1", points=2, cases=5)
 def warmup_lr(student_fn):
     for step, d_model, warmup, factor in [(1, 128, 1000, 1.0), (250, 128, 1000, 0.5), (1000, 32, 1000, 3.0),
                                           (7777, 256, 2000, 1.5), (3, 16, 2, 2.0)]:
@@ -18,7 +18,7 @@ def warmup_lr(student_fn):
                atol=0.0, rtol=1e-6)
 
 
-@hidden_test("check_smoothed_targets", "10.2", points=2)
+@hidden_test("check_smoothed_targets", "10.2", points=2, cases=4)
 def smoothed_targets(student_fn):
     cases = [
         ("target=[3, 9, 1], K=12, smoothing=0.15", torch.tensor([3, 9, 1]), 12, 0.15, 0),
@@ -34,7 +34,7 @@ def smoothed_targets(student_fn):
         expect("10.2", case, got, expected, atol=1e-6)
 
 
-@hidden_test("check_batch_padding_fraction", "10.3", points=2)
+@hidden_test("check_batch_padding_fraction", "10.3", points=2, cases=5)
 def batch_padding_fraction(student_fn):
     for lengths in ([6, 2], [1, 1], [3, 9, 9, 1, 5], [20], [2, 4, 8, 16]):
         expected = 1 - sum(lengths) / (max(lengths) * len(lengths))

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import torch
 
-from hidden_tests import VALUE, call, check_value, expect, generator, hidden_test, not_attempted
+from hidden_tests import VALUE, call, check_value, expect, generator, hidden_test, not_attempted, unpack
 
 
 def _beam_step(scores, log_probs, k):
@@ -14,7 +14,7 @@ def _beam_step(scores, log_probs, k):
     return best, flat // vocab, flat % vocab
 
 
-@hidden_test("check_beam_step", "11.1", points=3)
+@hidden_test("check_beam_step", "11.1", points=3, cases=12)
 def beam_step(student_fn):
     g = generator(110_001)
 
@@ -33,8 +33,7 @@ def beam_step(student_fn):
     ]
     for case, scores, lp, k in cases:
         got = call("11.1", student_fn, case, scores.clone(), lp.clone(), k)
-        if not isinstance(got, (tuple, list)) or len(got) != 3:
-            raise AssertionError("Exercise 11.1: return three tensors (new_scores, origin, token).")
+        got = unpack("11.1", case, got, 3, "return three tensors (new_scores, origin, token)", (tuple, list))
         for name, g_, e in zip(("new_scores", "origin", "token"), got, _beam_step(scores, lp, k), strict=True):
             expect("11.1", f"{case}, {name}", g_, e, atol=1e-5)
 

@@ -10,7 +10,7 @@ from hidden_tests import Forbidden, Rules, call, expect, generator, hidden_test
 from hidden_tests.rules import takes_complex
 
 
-@hidden_test("check_rms_norm", "12.1", points=2, rules=Rules(forbid=(
+@hidden_test("check_rms_norm", "12.1", points=2, cases=3, rules=Rules(forbid=(
     Forbidden("rms_?norm", "written out, without F.rms_norm or nn.RMSNorm"),),
     stated="implied: the exercise asks to write RMSNorm (not to call PyTorch's)"))
 def rms_norm(student_fn):
@@ -27,7 +27,7 @@ def rms_norm(student_fn):
         expect("12.1", case, got, expected, atol=1e-6)
 
 
-@hidden_test("check_parameter_count", "12.2", points=3, rules=Rules(
+@hidden_test("check_parameter_count", "12.2", points=3, cases=3, rules=Rules(
     allow=("TransformerConfig.*",),
     forbid=(Forbidden(r"^Module\.__init__$|num_parameters", "without building the model (count from the config's fields)"),),
     stated="from the fields of the config alone, without building the model"))
@@ -56,7 +56,7 @@ def parameter_count(student_fn):
         expect("12.2", case, got, expected)
 
 
-@hidden_test("check_rotate_pair", "12.3", points=2, rules=Rules(forbid=(
+@hidden_test("check_rotate_pair", "12.3", points=2, cases=3, rules=Rules(forbid=(
     Forbidden(".", "without complex numbers (use torch.cos and torch.sin)", only_if=takes_complex),
     Forbidden(r"polar|view_as_complex|^complex$", "without complex numbers (use torch.cos and torch.sin)"),),
     stated="using torch.cos and torch.sin (no complex numbers)"))

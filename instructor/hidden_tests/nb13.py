@@ -8,7 +8,7 @@ from torch import nn
 from hidden_tests import VALUE, Forbidden, Rules, call, check_value, expect, generator, hidden_test
 
 
-@hidden_test("check_fixed_layer_norm", "13.1", points=2, rules=Rules(forbid=(
+@hidden_test("check_fixed_layer_norm", "13.1", points=2, cases=3, rules=Rules(forbid=(
     Forbidden("layer_?norm|group_?norm|instance_?norm|batch_?norm", "a repair of the norm written out, without "
               "PyTorch's LayerNorm (nn.LayerNorm, F.layer_norm)"),),
     stated="implied: repair the classmate's norm (not replace it by PyTorch's)"))

@@ -11,7 +11,7 @@ def _recipe_peak(d_model: int, layers: int) -> float:
     return toy_peak * (max(d_model, 64) / 64) ** -1.0 * (max(layers, 2) / 2) ** -0.5
 
 
-@hidden_test("check_peak_lr", "14.1", points=2)
+@hidden_test("check_peak_lr", "14.1", points=2, cases=5)
 def peak_lr(student_fn):
     for case, d_model, layers in [
         ("d_model 96, 5 layers", 96, 5),
@@ -27,7 +27,7 @@ def peak_lr(student_fn):
         expect("14.1", case, got, expected, atol=0.0, rtol=1e-6)
 
 
-@hidden_test("check_unknown_rate", "14.2", points=2, rules=Rules(allow=("Vocab.*",),
+@hidden_test("check_unknown_rate", "14.2", points=2, cases=5, rules=Rules(allow=("Vocab.*",),
                                                                 stated="own code (course_lib's unknown_rate is imported above)"))
 def unknown_rate(student_fn):
     from course_lib.tokenization import Vocab

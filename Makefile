@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 CONFIGURED := $(VENV)/.configured
 
-.PHONY: lab test setup lint regenerate slides site student-edition instructor-pack collect grade present benchmark clean
+.PHONY: lab test test-gpu setup lint regenerate slides site student-edition instructor-pack collect grade present benchmark clean
 
 $(STAMP): requirements.txt pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -101,6 +101,11 @@ present: $(CONFIGURED) $(RISE_SETTINGS)
 
 benchmark: $(CONFIGURED)
 	$(BIN)/python benchmarks/throughput.py
+
+## On a machine with a CUDA GPU: the unit tests and every notebook executed on the GPU (scripts/test_gpu.py);
+## writes benchmarks/results/gpu_tests.json and README's GPU column. Stops, saying so, when there is no GPU.
+test-gpu: $(CONFIGURED)
+	$(BIN)/python scripts/test_gpu.py
 
 clean:
 	rm -rf build .pytest_cache .ruff_cache

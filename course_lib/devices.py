@@ -15,6 +15,7 @@ CPU-only machine with a second device emulated on the CPU (``tests/emulated_devi
 
 from __future__ import annotations
 
+import contextlib
 import os
 from collections.abc import Iterable
 
@@ -136,3 +137,28 @@ def autocast_dtype(device: torch.device, precision: str = "auto") -> torch.dtype
     if precision == "auto":
         precision = cuda_precision() if torch.device(device).type == "cuda" else "fp32"
     return {"fp32": None, "bf16": torch.bfloat16, "fp16": torch.float16}[precision]
+
+
+def autocast(device: torch.device, dtype: torch.dtype | None):
+    """``torch.autocast`` to ``dtype`` on ``device``, or no context at all for None (plain float32).
+
+    Args:
+        device: where the model runs.
+        dtype: from :func:`autocast_dtype`.
+    """
+    if dtype is None:
+        return contextlib.nullcontext()
+    return torch.autocast(torch.device(device).type, dtype=dtype)
+
+
+def describe_precision(device: torch.device, precision: str = "auto") -> str:
+    """What :func:`autocast_dtype` chooses, in words: ``"float32"``, ``"mixed precision (bfloat16)"``, ...
+
+    Args:
+        device: where the model runs.
+        precision: as in :func:`autocast_dtype`.
+    """
+    dtype = autocast_dtype(device, precision)
+    if dtype is None:
+        return "float32"
+    return "mixed precision (float16, gradient scaler)" if dtype == torch.float16 else "mixed precision (bfloat16)"

@@ -49,7 +49,7 @@ from .cli_common import (
     _probability,
     subword_tokenizers,
 )
-from .devices import DeviceUnavailable, get_device
+from .devices import PRECISIONS, DeviceUnavailable, describe_device, describe_precision, get_device
 from .evaluation import evaluate_translation
 from .loading import make_eval_loader, make_train_loader, unknown_rate
 from .model import Transformer, TransformerConfig
@@ -90,7 +90,10 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--max-steps", type=_positive_int, help="most optimizer steps")
     run.add_argument("--seed", type=int, default=train_defaults.seed, help="random seed (default %(default)s)")
     run.add_argument("--threads", type=_positive_int, help="torch CPU threads (default: COURSE_NUM_THREADS or 1)")
-    run.add_argument("--device", help="cpu, cuda, cuda:1, ... (default: CUDA if available)")
+    run.add_argument("--device", help="cpu, cuda, cuda:1, mps (default: $COURSE_DEVICE, else CUDA, MPS or the CPU)")
+    run.add_argument("--precision", choices=PRECISIONS, default="auto",
+                     help="auto (default): mixed precision on CUDA (bf16, or fp16 with a gradient scaler on cards "
+                          "without bf16), fp32 elsewhere; fp32 turns it off")
     run.add_argument("--resume", metavar="CHECKPOINT", help="continue training from a checkpoint with training state")
     run.add_argument("--weights-only", action="store_true", help="write the final checkpoint without optimizer state")
     run.add_argument("--no-progress", action="store_true", help="no progress bar")
@@ -267,6 +270,7 @@ def train_config(args) -> TrainConfig:
         epochs=args.epochs, max_steps=args.max_steps, time_budget=args.time_budget or None,
         warmup_steps=args.warmup, lr_factor=args.lr_factor, lr_decay=args.lr_decay, label_smoothing=args.label_smoothing,
         batch_size=args.batch_size, batch_tokens=args.batch_tokens, seed=args.seed, num_threads=args.threads, device=args.device,
+        precision=args.precision,
         best_checkpoint=args.output, progress=not args.no_progress,
     )
 
@@ -324,6 +328,7 @@ def _main(argv: Sequence[str] | None = None) -> int:
     main_process = distributed.is_main_process()
     log = print if main_process else (lambda *a, **k: None)
     configure_threads(args.threads)
+    log(f"device: {describe_device(device)}, {describe_precision(device, args.precision)}")
     if distributed.is_distributed():
         log(f"distributed: world size {distributed.get_world_size()}, backend {torch.distributed.get_backend()}, "
             f"device {device}")

@@ -30,7 +30,6 @@ line. ``tests/test_checkpoint.py``: resuming equals uninterrupted training.
 
 from __future__ import annotations
 
-import contextlib
 import copy
 import math
 import random
@@ -44,7 +43,7 @@ from torch import nn
 
 from . import distributed
 from .checkpoint import atomic_torch_save, build_checkpoint, load_model_state, read_checkpoint
-from .devices import autocast_dtype, get_device, model_device
+from .devices import autocast, autocast_dtype, get_device, model_device
 from .losses import LabelSmoothingLoss, LossStats
 from .schedule import make_noam_scheduler, make_optimizer
 from .tokenization import Vocab
@@ -284,12 +283,6 @@ class _Trainer:
         self.main = distributed.is_main_process()
         self.clock = _clock(config.clock)
 
-    def mixed_precision(self):
-        """``torch.autocast`` to ``self.autocast`` on this device, or nothing in float32."""
-        if self.autocast is None:
-            return contextlib.nullcontext()
-        return torch.autocast(self.device.type, dtype=self.autocast)
-
     # ----- checkpoints and resuming -----
     def training_state(self) -> dict:
         return {
@@ -358,7 +351,7 @@ class _Trainer:
     def train_step(self, batch) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         """One optimizer update; returns the batch's summed loss, summed NLL (detached) and target token count."""
         src, tgt_in, tgt_out = _move(batch, self.device)
-        with self.mixed_precision():
+        with autocast(self.device, self.autocast):
             logits = self.step_model(src, tgt_in)  # (batch, tgt_len, vocab), in self.autocast's dtype
         loss_sum, nll_sum, n_tokens = self.criterion.sums(logits.float(), tgt_out)  # the loss in float32
         self.optimizer.zero_grad(set_to_none=True)

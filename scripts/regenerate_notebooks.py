@@ -42,9 +42,22 @@ def clean_metadata(nb) -> None:
         cell.metadata.pop("execution", None)
         cell.metadata.pop("ExecuteTime", None)
         if cell.cell_type == "code":
-            cell.outputs = [output for output in cell.get("outputs", []) if not is_progress_bar(output)]
+            cell.outputs = coalesce_streams([output for output in cell.get("outputs", []) if not is_progress_bar(output)])
             for output in cell.outputs:
                 output.get("metadata", {}).pop("execution", None)
+
+
+def coalesce_streams(outputs: list) -> list:
+    """Join neighbouring stdout (or stderr) chunks: how a print is cut into chunks depends on the machine's load."""
+    joined: list = []
+    for output in outputs:
+        previous = joined[-1] if joined else None
+        if (output.get("output_type") == "stream" and previous is not None
+                and previous.get("output_type") == "stream" and previous.get("name") == output.get("name")):
+            previous["text"] = "".join(previous["text"]) + "".join(output["text"])
+        else:
+            joined.append(output)
+    return joined
 
 
 def regenerate(path: Path, timeout: int = 900) -> float:

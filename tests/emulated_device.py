@@ -133,7 +133,16 @@ def _load_via_cpu(load):
 
 
 class EmulatedDevice(TorchDispatchMode):
-    """Inside this context, ``meta`` is a second device holding real data (see the module docstring)."""
+    """Inside this context, ``meta`` is a second device holding real data (see the module docstring).
+
+    Args:
+        faulty: operations that compute wrongly on the emulated device (their results 1% too large), to
+            emulate a broken accelerator set-up.
+    """
+
+    def __init__(self, faulty: frozenset = frozenset()):
+        super().__init__()
+        self.faulty = faulty
 
     def __enter__(self):
         self.saved = torch.tensor, torch.as_tensor, torch.load
@@ -146,4 +155,7 @@ class EmulatedDevice(TorchDispatchMode):
         return super().__exit__(*exc)
 
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
-        return _dispatch(func, args, kwargs or {})
+        out = _dispatch(func, args, kwargs or {})
+        if func in self.faulty and isinstance(out, Elsewhere):
+            return Elsewhere(out.inner * 1.01)
+        return out

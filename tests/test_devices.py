@@ -283,3 +283,54 @@ def test_course_device_cpu_puts_every_process_on_the_cpu(monkeypatch):
     assert distributed.init_distributed() == torch.device("cpu")
     assert joined == {"backend": "gloo"}
     assert os.environ["COURSE_DEVICE"] == "cpu"
+
+
+def test_comparisons_of_a_students_module_on_another_device(elsewhere):
+    from course_lib.attention import MultiHeadAttention
+    from course_lib.layers import LayerNorm, PositionwiseFeedForward
+    from course_lib.student.compare import (
+        D_FF,
+        D_MODEL,
+        N_HEADS,
+        compare_ffn_module,
+        compare_layer_norm_module,
+        compare_mha_module,
+    )
+
+    attention = MultiHeadAttention(D_MODEL, N_HEADS).to(elsewhere)
+    verdict = compare_mha_module(attention)
+    assert verdict.ok, verdict.evidence
+    assert next(attention.parameters()).device == elsewhere  # the student's module is left where it was
+    assert compare_layer_norm_module(LayerNorm(D_MODEL).to(elsewhere)).ok
+    assert compare_ffn_module(PositionwiseFeedForward(D_MODEL, D_FF).to(elsewhere)).ok
+
+
+# ----- the learner's device check -----
+
+def test_device_check_on_a_cpu_only_machine_has_nothing_to_compare(monkeypatch, capsys):
+    from course_lib import device_check
+
+    monkeypatch.delenv("COURSE_DEVICE", raising=False)
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    monkeypatch.setattr(devices, "_mps_available", lambda: False)
+    assert device_check.main([]) == 0
+    assert "no accelerator found" in capsys.readouterr().out
+
+
+def test_device_check_passes_a_sound_accelerator(elsewhere):
+    from course_lib.device_check import check_device
+
+    report = check_device("meta")
+    assert report.ok, str(report)
+    assert len(report.lines) == 4 and "the accelerator computes what the CPU computes" in str(report)
+
+
+def test_device_check_catches_an_accelerator_that_computes_wrongly():
+    from emulated_device import aten
+
+    from course_lib.device_check import check_device
+
+    with EmulatedDevice(faulty=frozenset({aten.mm.default, aten.addmm.default, aten.bmm.default})):
+        report = check_device("meta")
+    assert not report.ok
+    assert "FAIL float32: largest logit difference" in str(report) and "disagrees with the CPU" in str(report)

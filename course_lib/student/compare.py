@@ -29,6 +29,7 @@ correct parts written differently (other names and creation order, einsum, ``tor
 
 from __future__ import annotations
 
+import copy
 import itertools
 import math
 from collections.abc import Callable, Sequence
@@ -39,6 +40,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from ..attention import scaled_dot_product_attention
+from ..devices import model_device
 from ..embeddings import sinusoidal_table
 from ..masks import causal_mask, padding_mask
 from ..probing import (
@@ -83,6 +85,12 @@ def _diff(a: torch.Tensor, b: torch.Tensor) -> float:
         return math.inf
     d = (a.float() - b.float()).abs()
     return float(d.nan_to_num(math.inf).max())
+
+
+def on_cpu(module: nn.Module) -> nn.Module:
+    """``module`` itself on the CPU; a CPU copy of a module on another device (e.g. trained on a GPU), which the
+    comparisons then change instead of the student's module: every reference here is computed on the CPU."""
+    return module if model_device(module).type == "cpu" else copy.deepcopy(module).cpu()
 
 
 @torch.no_grad()
@@ -348,8 +356,8 @@ def _mha_inputs():
 
 
 def compare_mha_module(module: nn.Module, n_heads: int = N_HEADS, d_model: int = D_MODEL) -> Verdict:
-    """Compare an already built multi-head attention (e.g. one found inside a student's layer)."""
-    module.eval()
+    """Compare an already built multi-head attention (e.g. one found inside a student's layer; any device)."""
+    module = on_cpu(module).eval()
     randomize(module, seed=3)
     query, key, value, mask = _mha_inputs()
     with torch.no_grad():
@@ -448,7 +456,8 @@ LAYER_NORM_VARIANTS = {
 
 
 def compare_layer_norm_module(module: nn.Module, d_model: int = D_MODEL) -> Verdict:
-    module.eval()
+    """Compare an already built LayerNorm (any device) with course_lib's."""
+    module = on_cpu(module).eval()
     randomize(module, seed=5)
     x = torch.randn(3, 5, d_model, generator=_generator(6)) * 3 + 1
     x[2, 2] = 1.0 + 0.1 * torch.randn(d_model, generator=_generator(7))  # small variances: where eps shows
@@ -511,7 +520,8 @@ FFN_VARIANTS = {
 
 
 def compare_ffn_module(module: nn.Module, d_model: int = D_MODEL, d_ff: int = D_FF) -> Verdict:
-    module.eval()
+    """Compare an already built feed-forward block (any device) with course_lib's."""
+    module = on_cpu(module).eval()
     randomize(module, seed=7)
     x = torch.randn(2, 5, d_model, generator=_generator(8))
     with torch.no_grad():

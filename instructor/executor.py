@@ -272,7 +272,7 @@ def _run_and_grade(nb, name: str, data: bytes, specs: list[ExerciseSpec], tests:
     out_cells = []
     with kernel_mod.SandboxedKernel(data, name, limits, LINKED_PAGES) as kernel:
         run_note = _start(kernel)
-        conn = Connection(kernel.execute, kernel.exchange, limits.cell_seconds)
+        conn = Connection(kernel.execute, kernel.exchange, limits.cell_seconds, kernel.boot_threads)
         deadline = time.monotonic() + limits.notebook_seconds
         for index, cell in enumerate(nb.cells):
             outputs = []

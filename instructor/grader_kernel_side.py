@@ -9,19 +9,27 @@ handle), which the grader decodes without ever unpickling anything the student's
 cell that replaces this module can only spoil its own answers: the verdicts are computed elsewhere.
 
 Requests come from the grader as pickles (the grader trusts itself, the kernel trusts the grader).
+
+The exercises' rules (``instructor/hidden_tests/rules.py``) are not a module of this kernel: the grader
+sends their source with every graded call, and :func:`fresh_rules` compiles it into a new module object
+that no cell can import or has seen, so no flag or function a notebook changed can switch them off. Before
+such a call the grader checks, with code of its own, that this helper's functions and the hooks the rules
+rely on are the ones it sent (``instructor/remote.py``, ``INTEGRITY_CHECK``). Answers are written with
+``repr`` (builtin, unpatchable) and read with ``ast.literal_eval``; the functions used to write them are
+bound here at import time, before any cell of the notebook runs.
 """
 
 from __future__ import annotations
 
 import base64
 import builtins
-import json
 import marshal
 import os
 import pickle
 import sys
 import types
 
+_open, _replace, _join, _repr = builtins.open, os.replace, os.path.join, builtins.repr
 OBJECTS: dict[int, object] = {}
 EXCHANGE = os.environ.get("COURSE_GRADER_EXCHANGE", "")
 MAX_DEPTH, MAX_ITEMS = 20, 100_000
@@ -156,25 +164,52 @@ def _rebuild_function(code: bytes, globals_: dict, name: str, defaults, closure)
     return types.FunctionType(marshal.loads(code), namespace, name, defaults, cells)
 
 
+def fresh_rules(source: str) -> types.ModuleType:
+    """The exercises' rules, compiled from ``source`` into a new module object (see the module docstring).
+
+    Args:
+        source: the text of ``hidden_tests/rules.py``, sent by the grader with the graded call.
+    """
+    name = f"_course_rules_{len(OBJECTS)}"
+    module = types.ModuleType(name)
+    module.__file__ = _join(os.path.dirname(os.path.abspath(__file__)), "course_rules.py")  # library code
+    sys.modules[name] = module  # dataclasses look the module up while its classes are made
+    try:
+        exec(compile(source, module.__file__, "exec"), module.__dict__)
+    finally:
+        sys.modules.pop(name, None)
+    return module
+
+
 class _Unpickler(pickle.Unpickler):
+    """Requests: handles by number, the rules' classes from the fresh rules module, the rest as usual."""
+
+    def __init__(self, handle, rules: types.ModuleType | None = None):
+        super().__init__(handle)
+        self.rules = rules
+
     def persistent_load(self, pid):
         return OBJECTS[int(pid)]
 
     def find_class(self, module, name):
-        if module == "hidden_tests.rules":  # the exercises' rules are here as course_rules.py (no hidden test)
-            module = "course_rules"
+        if module == "hidden_tests.rules":  # the exercises' rules (no hidden test in them)
+            if self.rules is None:
+                raise pickle.UnpicklingError("the rules come with a graded call only")
+            return getattr(self.rules, name)
+        if module == "grader_kernel_side":
+            return globals()[name]
         return super().find_class(module, name)
 
 
 def _respond(payload) -> None:
-    path = os.path.join(EXCHANGE, "response.json")
-    with open(path + ".part", "w", encoding="utf-8") as handle:
-        json.dump(payload, handle)
-    os.replace(path + ".part", path)
+    path = _join(EXCHANGE, "response.json")
+    with _open(path + ".part", "w", encoding="utf-8") as handle:
+        handle.write(_repr(payload))
+    _replace(path + ".part", path)
 
 
-def _error(exc: BaseException) -> dict:
-    rule = type(exc).__name__ == "RuleViolation" and type(exc).__module__ == "course_rules"
+def _error(exc: BaseException, rules: types.ModuleType | None = None) -> dict:
+    rule = rules is not None and type(exc) is rules.RuleViolation
     return {"error": {"type": type(exc).__name__, "message": str(exc)[:2000],
                       "builtin": type(exc).__module__ == "builtins", "rule": rule}}
 
@@ -188,11 +223,17 @@ def answer(grade_id: str, thunk) -> None:
         _respond(_error(exc))
 
 
-def serve() -> None:
-    """Carry out the grader's pending request (``request.pkl``) and write ``response.json``."""
+def serve(rules_source: str | None = None) -> None:
+    """Carry out the grader's pending request (``request.pkl``) and write ``response.json``.
+
+    Args:
+        rules_source: the exercises' rules (for a graded call, "call_ruled"), compiled afresh for it.
+    """
+    rules = None
     try:
-        with open(os.path.join(EXCHANGE, "request.pkl"), "rb") as handle:
-            op, target, payload, grad, rng = _Unpickler(handle).load()
+        rules = fresh_rules(rules_source) if rules_source is not None else None
+        with _open(_join(EXCHANGE, "request.pkl"), "rb") as handle:
+            op, target, payload, grad, rng = _Unpickler(handle, rules).load()
         obj = OBJECTS[target]
         torch = sys.modules.get("torch")
         if torch is not None:
@@ -203,12 +244,14 @@ def serve() -> None:
         if op == "call":
             result = obj(*payload[0], **payload[1])
         elif op == "call_ruled":  # the exercise's rules (hidden_tests/rules.py) watch the student's code run here
-            exercise, rules, args, kwargs = payload
-            from course_rules import check_answer, traced
-
-            check_answer(exercise, obj, rules)
-            with traced(exercise, rules):
-                result = obj(*args, **kwargs)
+            exercise, exercise_rules, args, kwargs = payload
+            if rules is None:
+                raise ValueError("a graded call needs the rules")
+            rules.check_answer(exercise, obj, exercise_rules)
+            with rules.traced(exercise, exercise_rules):  # what encoding the result runs is watched too
+                encoded = encode(obj(*args, **kwargs))
+            _respond(_with_rng({"ok": encoded}))
+            return
         elif op == "getattr":
             result = getattr(obj, payload)
             by_reference = True  # a module's weight is changed in place by the tests
@@ -225,13 +268,19 @@ def serve() -> None:
             parameters = True  # a ParameterList's item: the kernel's own (state_dict() values are plain tensors: data)
         else:
             raise ValueError(f"unknown request {op!r}")
-        answer = {"ok": encode(result, by_reference_tensors=by_reference, parameters_by_reference=parameters)}
-        if torch is not None:
-            answer["rng"] = encode(torch.get_rng_state())  # and back: the grader continues from here
-        _respond(answer)
+        _respond(_with_rng({"ok": encode(result, by_reference_tensors=by_reference,
+                                         parameters_by_reference=parameters)}))
     except BaseException as exc:
-        _respond(_error(exc))
+        _respond(_error(exc, rules))
     finally:
         torch = sys.modules.get("torch")
         if torch is not None:
             torch.set_grad_enabled(True)
+
+
+def _with_rng(answer: dict) -> dict:
+    """``answer`` with the kernel's random state, so that the grader continues from it."""
+    torch = sys.modules.get("torch")
+    if torch is not None:
+        answer["rng"] = encode(torch.get_rng_state())
+    return answer

@@ -24,7 +24,6 @@ from jupyter_client.kernelspec import KernelSpecManager
 
 HERE = Path(__file__).resolve().parent
 KERNEL_SIDE = HERE / "grader_kernel_side.py"
-RULES = HERE / "hidden_tests" / "rules.py"
 
 
 class KernelDied(RuntimeError):
@@ -62,9 +61,7 @@ class SandboxedKernel:
         (self.workdir / name).write_bytes(notebook_copy)
         for extra in extra_files:
             shutil.copy2(extra, self.workdir / extra.name)
-        shutil.copy2(KERNEL_SIDE, self.grader_dir / KERNEL_SIDE.name)
-        if RULES.exists():  # the exercises' rules (not the hidden cases) watch the student's code in the kernel
-            shutil.copy2(RULES, self.grader_dir / "course_rules.py")
+        shutil.copy2(KERNEL_SIDE, self.grader_dir / KERNEL_SIDE.name)  # the rules come with each graded call
         argv = sandbox.kernel_command(self.workdir, self.sockets, self.grader_dir, limits)
         spec = {"argv": argv, "display_name": "sandboxed python3", "language": "python",
                 "interrupt_mode": "message"}  # a signal would hit bubblewrap, not the kernel
@@ -73,6 +70,7 @@ class SandboxedKernel:
                                 kernel_spec_manager=KernelSpecManager(kernel_dirs=[str(self.tmp / "spec")]))
         self.km.connection_file = str(self.sockets / "connection.json")
         self.client = None
+        self.boot_threads: tuple[int, ...] = ()  # the kernel's threads before any cell ran
 
     def start(self, startup_seconds: float = 120.0) -> None:
         """Start the kernel, wait until it answers, and import the grader's helper in it."""
@@ -84,10 +82,14 @@ class SandboxedKernel:
         except RuntimeError as exc:
             raise KernelDied(f"the kernel did not start: {exc}") from None
         boot = (f"import sys\nsys.path.insert(0, {str(self.grader_dir)!r})\nimport grader_kernel_side\n"
-                f"grader_kernel_side.EXCHANGE = {str(self.exchange)!r}\ndel grader_kernel_side")
-        result = self.execute(boot, timeout=60)
+                f"grader_kernel_side.EXCHANGE = {str(self.exchange)!r}\ndel grader_kernel_side\n"
+                f"sys.path.remove({str(self.grader_dir)!r})\n"
+                "print(sorted(sys._current_frames()))")
+        result = self.execute(boot, timeout=60, silent=False)
         if result.status != "ok":
             raise KernelDied(f"the grader's helper could not start in the kernel: {result.error}")
+        printed = "".join(str(o.get("text", "")) for o in result.outputs if o.get("output_type") == "stream")
+        self.boot_threads = tuple(int(n) for n in printed.strip().strip("[]").split(",") if n.strip())
 
     def alive(self) -> bool:
         return self.km.is_alive()

@@ -60,7 +60,8 @@ def _ruled_call(original_call, exercise, fn, case, args, kwargs):
     try:
         return fn._ask("call_ruled", (exercise, rules, args, kwargs))
     except RuleBroken as exc:
-        raise _rule_violation(str(exc)) from None
+        message = str(exc) if str(exc).startswith("Exercise") else f"Exercise {exercise}: 0 points, {exc}"
+        raise _rule_violation(message) from None
     except NotImplementedError:
         raise hidden_tests.not_attempted(exercise) from None
     except KernelGone:

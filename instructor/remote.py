@@ -15,15 +15,16 @@ never mistaken for a hidden test's verdict); anything the kernel does not answer
 
 from __future__ import annotations
 
+import ast
 import base64
 import builtins
 import importlib
 import io
-import json
 import marshal
 import os
 import pickle
 import types
+from functools import lru_cache
 from pathlib import Path
 
 import grader_kernel_side
@@ -31,7 +32,101 @@ import numpy as np
 import torch
 
 MAX_RESPONSE_BYTES = 512 << 20
+RULES_FILE = Path(__file__).resolve().parent / "hidden_tests" / "rules.py"
+SKIPPED_GLOBALS = ("OBJECTS", "EXCHANGE")  # the helper's state: changes as it works
+
+# Describes a value of the helper's module by what it is (a function by its byte code, a builtin by its name
+# and module), the same way in the grader and in the kernel; uses no name a notebook cell could redefine
+# except the two it receives. Runs in both processes: the kernel's description must equal the grader's.
+DESCRIBE = """
+def _grader_describe(value, modules):
+    T = (0).__class__.__class__
+    F, B, C = T(_grader_describe), T([].append), T(_grader_describe.__code__)
+
+    def code(c):
+        return (c.co_code, c.co_names, c.co_varnames, c.co_freevars,
+                tuple(code(k) if T(k) is C else (T(k).__name__, k) for k in c.co_consts))
+
+    kind = T(value)
+    if kind is F:
+        return ("function", code(value.__code__), value.__defaults__)
+    if kind is B:
+        owner = value.__self__
+        return ("builtin", value.__name__, owner.__name__ if T(owner) is T(modules) else T(owner).__name__)
+    if kind is T(modules):
+        return ("module", value.__name__, value is modules.modules.get(value.__name__))
+    if kind is T:
+        return ("class", value.__name__, tuple((k, _grader_describe(v, modules)) for k, v in value.__dict__.items()
+                                              if T(v) in (F, B)))
+    if kind in (T(""), T(0), T(0.0), T(()), T(None), T(True)):
+        return ("value", value)
+    return ("other", kind.__name__)
+"""
+
+# Run in the kernel (in the notebook's own namespace) before every graded call; raises when the notebook
+# changed what the rules rely on. The expected values are the grader's, written into the code as literals.
+INTEGRITY_CHECK = DESCRIBE + """
+def _grader_check(expected, boot_threads):
+    import sys
+    T = (0).__class__.__class__
+    B = T([].append)
+    problems = []
+    side = sys.modules.get("grader_kernel_side")
+    if T(side) is not T(sys):
+        problems.append("the grader's helper module was replaced")
+    else:
+        names = side.__dict__
+        for name, want in expected.items():
+            if name not in names or _grader_describe(names[name], sys) != want:
+                problems.append(f"the grader's helper {name} was changed")
+    for name in ("setprofile", "getprofile", "settrace", "gettrace", "_current_frames", "_getframe"):
+        hook = sys.__dict__.get(name)
+        if T(hook) is not B or hook.__self__ is not sys or hook.__name__ != name:
+            problems.append(f"sys.{name} was replaced")
+    if not problems and (sys.getprofile() is not None or sys.gettrace() is not None):
+        problems.append("a profile or trace function of the notebook is running")
+    torch = sys.modules.get("torch")
+    mode = torch.overrides.__dict__.get("TorchFunctionMode") if torch is not None else None
+    if mode is not None:
+        for name in ("__enter__", "__exit__", "__init__", "push", "__torch_function__"):
+            method = mode.__dict__.get(name)
+            method = method if method is None or T(method) is T(_grader_check) else method.__func__
+            if method is not None and not method.__code__.co_filename.endswith("overrides.py"):
+                problems.append(f"torch's function mode ({name}) was replaced")
+    if not problems:
+        here = sys._getframe(0)
+        for ident, frame in sys._current_frames().items():
+            if frame is not here and ident not in boot_threads:
+                problems.append("a thread the notebook started is still running")
+                break
+    if problems:
+        raise RuntimeError("GRADER-INTEGRITY: " + "; ".join(problems))
+"""
 SAFE_MODULES = ("torch", "builtins", "collections", "numpy")  # whose classes a Remote may claim as its own
+
+
+@lru_cache(maxsize=1)
+def _rules_source() -> str:
+    return RULES_FILE.read_text(encoding="utf-8")
+
+
+@lru_cache(maxsize=1)
+def expected_helper() -> dict:
+    """{name: description} of every global of the kernel-side helper, as the grader's own copy has it."""
+    import sys
+
+    namespace: dict = {}
+    exec(compile(DESCRIBE, "<grader>", "exec"), namespace)
+    describe = namespace["_grader_describe"]
+    return {name: describe(value, sys) for name, value in vars(grader_kernel_side).items()
+            if not name.startswith("__") and name not in SKIPPED_GLOBALS}
+
+
+def ruled_request_code(boot_threads: tuple[int, ...]) -> str:
+    """The code that carries out a graded call in the kernel: the integrity check, then the call with the rules."""
+    return (f"{INTEGRITY_CHECK}\n_grader_check({expected_helper()!r}, {tuple(boot_threads)!r})\n"
+            "del _grader_check, _grader_describe\n"
+            f"import sys as _s; _s.modules['grader_kernel_side'].serve({_rules_source()!r})")
 
 
 class StudentTimeout(RuntimeError):
@@ -214,16 +309,23 @@ class Connection:
         timeout: seconds one request may take before the kernel is interrupted.
     """
 
-    def __init__(self, execute, exchange: Path, timeout: float):
+    def __init__(self, execute, exchange: Path, timeout: float, boot_threads: tuple[int, ...] = ()):
         self.execute, self.exchange, self.timeout = execute, exchange, timeout
+        self.boot_threads = boot_threads  # the kernel's threads before the notebook ran (see INTEGRITY_CHECK)
         self.last_rng = None  # the kernel's random state after the last request
 
     def run(self, code: str):
         """Execute ``code`` in the kernel (silently) and return the decoded response it wrote."""
         return decode(self.run_raw(code), self)
 
-    def run_raw(self, code: str):
-        """Execute ``code`` in the kernel (silently) and return the tagged JSON it answered (not decoded)."""
+    def run_raw(self, code: str, ruled: bool = False):
+        """Execute ``code`` in the kernel (silently) and return the tagged data it answered (not decoded).
+
+        Args:
+            code: what to run.
+            ruled: a graded call (see :func:`ruled_request_code`): when it answers nothing because its
+                integrity check failed, the exercise's rules were broken (:class:`RuleBroken`).
+        """
         response = self.exchange / "response.json"
         response.unlink(missing_ok=True)
         done = self.execute(code, timeout=self.timeout, silent=True)
@@ -232,12 +334,16 @@ class Connection:
         if done.status == "timeout":
             raise StudentTimeout(f"your code took longer than {self.timeout:g} s")
         if not response.exists():
+            if ruled and done.status == "error":
+                why = str(done.error).partition("GRADER-INTEGRITY: ")[2] or f"the grader's check failed: {done.error}"
+                raise RuleBroken(f"your notebook changed what the grader relies on to check the exercise's rules "
+                                 f"({why[:300]}), so they cannot be checked")
             raise KernelGone("the grader's helper in the kernel gave no answer (was it replaced?)")
         if response.stat().st_size > MAX_RESPONSE_BYTES:
             raise RuntimeError("your answer is too large to be checked")
         try:
-            data = json.loads(response.read_text(encoding="utf-8"))
-        except (ValueError, RecursionError):
+            data = ast.literal_eval(response.read_text(encoding="utf-8"))
+        except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
             raise RuntimeError("your answer could not be read back from the notebook") from None
         if not isinstance(data, dict):
             raise RuntimeError("your answer could not be read back from the notebook")
@@ -256,7 +362,11 @@ class Connection:
         part.write_bytes(buffer.getvalue())
         os.replace(part, self.exchange / "request.pkl")
         self.last_rng = None
-        result = decode(self.run_raw("import sys as _s; _s.modules['grader_kernel_side'].serve()"), self)
+        if op == "call_ruled":
+            raw = self.run_raw(ruled_request_code(self.boot_threads), ruled=True)
+        else:
+            raw = self.run_raw("import sys as _s; _s.modules['grader_kernel_side'].serve()")
+        result = decode(raw, self)
         if self.last_rng is not None:
             state, own = decode(self.last_rng, self), torch.get_rng_state()
             if isinstance(state, torch.Tensor) and state.dtype == own.dtype and state.shape == own.shape:

@@ -232,19 +232,45 @@ SOFTMAX = ("def attention_by_hand(q, k, v, mask=None):\n"
            "    if mask is not None:\n"
            "        scores = scores.masked_fill(~mask, float('-inf'))\n"
            "    return torch.softmax(scores, dim=-1) @ v\n")
-SWITCHES = {  # each one tried to switch the rules off from a notebook cell; then softmax is used
+SWITCHES = {  # each tries to switch the rules off from a notebook cell; then the answer uses softmax
     "rules_flag": "import course_rules\ncourse_rules._enforced = False\n",
-    "rules_functions": ("import sys, contextlib\nfor name, m in list(sys.modules.items()):\n"
-                        "    if hasattr(m, 'traced') and hasattr(m, 'check_answer'):\n"
-                        "        m.traced = lambda *a, **k: contextlib.nullcontext()\n"
-                        "        m.check_answer = lambda *a, **k: None\n"),
-    "helper_replaced": ("import sys\nside = sys.modules['grader_kernel_side']\n"
-                        "def serve():\n    import os, pickle, json\n"
-                        "    op, target, payload, grad, rng = pickle.load(open(os.path.join(side.EXCHANGE, "
-                        "'request.pkl'), 'rb'))\n"
-                        "    raise SystemExit\nside.serve = serve\n"),
-    "profiler_off": "import sys\nsys.setprofile = lambda f: None\nsys.getprofile = lambda: None\n",
+    "rules_functions": ("import contextlib, course_rules\n"
+                        "course_rules.traced = lambda *a, **k: contextlib.nullcontext()\n"
+                        "course_rules.check_answer = lambda *a, **k: None\n"),
+    "helper_replaced": ("import contextlib, sys, types\nside = sys.modules['grader_kernel_side']\n"
+                        "real_serve = side.serve\n"
+                        "def serve(*args):\n"
+                        "    rules = types.SimpleNamespace(check_answer=lambda *a, **k: None,\n"
+                        "                                  traced=lambda *a, **k: contextlib.nullcontext())\n"
+                        "    real_fresh = side.fresh_rules\n"
+                        "    side.fresh_rules = lambda source: types.SimpleNamespace(**{**vars(real_fresh(source)),\n"
+                        "                                                              **vars(rules)})\n"
+                        "    try:\n        return real_serve(*args)\n    finally:\n        side.fresh_rules = real_fresh\n"
+                        "side.serve = serve\n"
+                        "import course_rules\ncourse_rules.traced = rules.traced\n"),
+    "hooks_patched": ("import sys, torch\n"
+                      "sys.setprofile = lambda f: None\n"
+                      "sys.getprofile = lambda: sys._getframe(1).f_locals.get('profiler')\n"
+                      "torch.overrides.TorchFunctionMode.__enter__ = lambda self: self\n"
+                      "torch.overrides.TorchFunctionMode.__exit__ = lambda self, *a: None\n"),
+    "thread": "",  # the answer computes in a thread of its own (below)
+    "background_thread": ("import threading, time\n"
+                          "threading.Thread(target=time.sleep, args=(600,), daemon=True).start()\n"),
 }
+IN_A_THREAD = ("import threading\n_softmax_answer = attention_by_hand\n"
+               "def attention_by_hand(q, k, v, mask=None):\n    out = []\n"
+               "    worker = threading.Thread(target=lambda: out.append(_softmax_answer(q, k, v, mask)))\n"
+               "    worker.start()\n    worker.join()\n    return out[0]\n")
+
+
+def _switched(switch: str, source: str) -> str:
+    """The exercise cell with ``switch`` tried first (its errors printed, not raised) and a softmax answer."""
+    tried = "try:\n" + "".join(f"    {line}\n" for line in (switch or "pass").splitlines()) + \
+        "except Exception as exc:\n    print('the switch failed:', exc)\n"
+    answer = SOFTMAX + (IN_A_THREAD if switch == "" else "")
+    return source.replace("nb04.check_attention_by_hand(", f"{tried}{answer}\nnb04.check_attention_by_hand(")
+
+
 POSER = '''class Poser(torch.Tensor):
     @classmethod
     def __torch_function__(cls, func, types, args=(), kwargs=None):
@@ -305,9 +331,7 @@ def _batch(subs: Path, edition: Path) -> None:
         "nb04.check_attention_by_hand(", POSER + "\nnb04.check_attention_by_hand("))
     _variant(right, subs / "fake_tick" / f"{STEM}.ipynb", lambda s: s + "\n" + FAKE_TICK)
     for name, switch in SWITCHES.items():
-        _variant(right, subs / f"switch_{name}" / f"{STEM}.ipynb",
-                 lambda s, switch=switch: s.replace("nb04.check_attention_by_hand(",
-                                                    switch + SOFTMAX + "\nnb04.check_attention_by_hand("))
+        _variant(right, subs / f"switch_{name}" / f"{STEM}.ipynb", lambda s, switch=switch: _switched(switch, s))
     _write(subs / "honest_b" / "scratch.ipynb", b'{"cells": []}')  # matches nothing: listed, not dropped
 
 
@@ -372,8 +396,7 @@ def test_files_that_match_nothing_are_listed_in_the_feedback(batch):
 @pytest.mark.parametrize("switch", sorted(SWITCHES))
 def test_no_switch_in_the_notebook_turns_the_rules_off(batch, switch):
     row = batch["long"][(f"switch_{switch}", "04.3")]
-    assert row["points"] == "0", row
-    assert row["status"] in ("broke a rule", "failed"), row
+    assert (row["points"], row["status"]) == ("0", "broke a rule"), row
 
 
 def test_a_tensor_posing_as_torch_tensor_gets_short_feedback(batch):

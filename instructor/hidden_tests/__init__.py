@@ -357,7 +357,8 @@ def difference(got: Any, expected: Any, atol: float = 1e-5, rtol: float = 1e-4) 
     got = as_torch(got)
     if isinstance(expected, torch.Tensor):
         if not isinstance(got, torch.Tensor):
-            return f"expected a torch.Tensor, got {type(got).__name__}"
+            kind = type(got).__name__
+            return f"expected a torch.Tensor, got {'an object of another kind' if kind == 'Remote' else kind}"
         if tuple(got.shape) != tuple(expected.shape):
             return f"expected shape {tuple(expected.shape)}, got {tuple(got.shape)}"
         if expected.dtype == torch.bool or got.dtype == torch.bool:

@@ -98,7 +98,9 @@ class CourseData:
 
     def settings(self):
         settings = cli.train_config(self.options)
-        settings.best_checkpoint, settings.restore_best = None, False  # score the weights of each epoch
+        # score the weights of each epoch and keep the last (the command line's --keep last): the rule that
+        # picks an epoch is course_lib.training.choose_epoch, here and in report.py
+        settings.best_checkpoint, settings.select_by = None, "last"
         return settings
 
 

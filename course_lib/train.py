@@ -14,7 +14,16 @@ The shipped checkpoint ``data/checkpoints/toy_de_en.pt`` was made with::
     python -m course_lib.train --time-budget 120 --threads 1 --seed 0 --weights-only --no-progress \
         --output data/checkpoints/toy_de_en.pt
 
-(see ``data/checkpoints/README.md`` for the measured numbers). Every option: ``--help``.
+(see ``data/checkpoints/README.md`` for the measured numbers; it kept the epoch with the lowest validation
+loss, the rule of that time: ``--keep loss`` repeats it). Every option: ``--help``.
+
+Which weights it keeps, writes and scores on the test split (``--keep``, :func:`course_lib.training.choose_epoch`,
+the rule ``benchmarks/report.py`` uses too): by default those of the epoch with the highest validation BLEU
+(greedy decoding of the whole validation split, lower-cased sacreBLEU on the detokenized output against the
+reference file's lines, exactly as ``benchmarks/real_data.py`` scores it; after every ``--bleu-every`` epochs);
+``--keep last`` keeps the last epoch's, the weights the benchmark's figures come from; ``--keep loss`` the
+epoch with the lowest validation loss, which with label smoothing can bottom out epochs before translation
+quality does (issue 37). The choice is printed with its reason.
 
 Without recipe flags the command chooses the schedule (peak and warm-up), the batch size in tokens,
 dropout and ``--min-freq`` from the model size and the corpus (:mod:`course_lib.recipe`) and prints what
@@ -54,7 +63,7 @@ from .evaluation import evaluate_translation
 from .loading import make_eval_loader, make_train_loader, unknown_rate
 from .model import Transformer, TransformerConfig
 from .recipe import Recipe, choose_recipe
-from .training import Callback, TrainConfig, train
+from .training import SELECT_BY, BleuCallback, Callback, TrainConfig, choose_epoch, describe_choice, train
 from .utils import configure_threads, seed_everything
 
 DEFAULT_OUTPUT = "runs/toy_de_en.pt"
@@ -97,6 +106,13 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--resume", metavar="CHECKPOINT", help="continue training from a checkpoint with training state")
     run.add_argument("--weights-only", action="store_true", help="write the final checkpoint without optimizer state")
     run.add_argument("--no-progress", action="store_true", help="no progress bar")
+    run.add_argument("--keep", choices=SELECT_BY, default="bleu",
+                     help="which epoch's weights to keep, write and score on test: bleu (default): the highest "
+                          "validation BLEU (greedy, lower-cased, as benchmarks/real_data.py scores it); loss: the "
+                          "lowest validation loss; last: the last epoch (what the benchmark reports)")
+    run.add_argument("--bleu-every", type=_positive_int, default=1, metavar="N",
+                     help="score validation BLEU after epochs N, 2N, ... (default 1: every epoch); --keep bleu "
+                          "chooses among those epochs")
     run.add_argument("--beam", type=_positive_int, default=4, help="also evaluate beam search of this size; 1 = greedy only")
     run.add_argument("--samples", type=_non_negative_int, default=5, help="sample translations to print (default %(default)s)")
     run.add_argument("--my-parts", metavar="DIR", help="build the model from the parts saved in DIR/my_transformer/ "
@@ -232,6 +248,8 @@ class PrintEpochs(Callback):
     def on_epoch_end(self, history):
         h = history[-1]
         valid = f"valid loss {h['valid_loss']:.3f} ppl {h['valid_ppl']:.2f}" if "valid_loss" in h else ""
+        if "valid_bleu_lc" in h:
+            valid += f"  valid BLEU {h['valid_bleu_lc']:.2f} lower-cased"
         print(f"epoch {h['epoch']:3d}  step {h['step']:6d}  {h['seconds']:6.1f}s  "
               f"train loss {h['train_loss']:.3f}  {valid}", flush=True)
 
@@ -271,7 +289,7 @@ def train_config(args) -> TrainConfig:
         warmup_steps=args.warmup, lr_factor=args.lr_factor, lr_decay=args.lr_decay, label_smoothing=args.label_smoothing,
         batch_size=args.batch_size, batch_tokens=args.batch_tokens, seed=args.seed, num_threads=args.threads, device=args.device,
         precision=args.precision,
-        best_checkpoint=args.output, progress=not args.no_progress,
+        best_checkpoint=args.output, select_by=args.keep, progress=not args.no_progress,
     )
 
 
@@ -376,23 +394,34 @@ def _main(argv: Sequence[str] | None = None) -> int:
                    else f"; batches of {args.batch_size} sentences")
         log(f"training: {settings}{batches}")
         start = time.perf_counter()
+        valid_bleu = BleuCallback(model, [s for s, _ in tokens["valid"]], [t for _, t in splits["valid"]],
+                                  src_vocab, tgt_vocab, every=args.bleu_every)  # every process: they keep alike
         history = train(model, make_train_loader(datasets["train"], args.batch_size, args.seed, args.batch_tokens),
-                        make_eval_loader(datasets["valid"]), settings, [PrintEpochs()] if main_process else [],
+                        make_eval_loader(datasets["valid"]), settings,
+                        [valid_bleu, PrintEpochs()] if main_process else [valid_bleu],
                         src_vocab, tgt_vocab, resume_from=args.resume)
         log(f"trained {history[-1]['step'] if history else 0} steps in {history[-1]['seconds'] if history else 0:.1f}s "
             f"of training ({time.perf_counter() - start:.1f}s wall clock with validation)")
+        log(f"checkpoint (--keep {args.keep}): {describe_choice(history, args.keep)}")
         if distributed.is_distributed():
             log(f"replicas identical after training: {distributed.replicas_identical(model)}")
         if main_process:
             references = [target for _, target in splits["test"]]  # the raw lines, as sacreBLEU expects
             metrics = report(model, tokens["test"], src_vocab, tgt_vocab, args.beam, args.samples, references)
             metrics.update(train_seconds=history[-1]["seconds"] if history else 0.0,
-                           steps=history[-1]["step"] if history else 0)
+                           steps=history[-1]["step"] if history else 0, keep=args.keep,
+                           kept_epoch=kept_epoch(history, args.keep))
             final_save(args, model, src_vocab, tgt_vocab, settings, metrics)
             log(f"checkpoint written: {args.output}")
     finally:
         distributed.cleanup_distributed()
     return 0
+
+
+def kept_epoch(history: list[dict], keep: str) -> int | None:
+    """The epoch whose weights ``--keep`` left in the model (the last one when no epoch was scored; None: none ran)."""
+    chosen = choose_epoch(history, keep)
+    return chosen["epoch"] if chosen else (history[-1]["epoch"] if history else None)
 
 
 def final_save(args, model, src_vocab, tgt_vocab, settings: TrainConfig, metrics: dict) -> None:

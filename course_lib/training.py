@@ -35,7 +35,7 @@ import math
 import random
 import time
 from collections.abc import Iterable, Iterator, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 
 import numpy as np
 import torch
@@ -70,11 +70,14 @@ class TrainConfig:
     num_threads: int | None = None  # torch CPU threads; None = COURSE_NUM_THREADS or 1 (see utils.configure_threads)
     device: str | None = None  # "cpu", "cuda", "mps", ...; None = $COURSE_DEVICE, else CUDA, MPS or the CPU
     precision: str = "auto"  # "auto": mixed precision on CUDA (bf16; fp16 + gradient scaler on older cards), fp32 elsewhere; or "fp32", "bf16", "fp16"
-    best_checkpoint: str | None = None  # write the weights with the lowest validation loss here (with training state)
+    best_checkpoint: str | None = None  # write the kept weights (the epoch select_by chooses) here, with training state
     last_checkpoint: str | None = None  # write the latest state here after every epoch (for resuming)
-    restore_best: bool = True  # at the end, load the weights with the lowest validation loss into the model
+    restore_best: bool = True  # at the end, load the kept weights (the epoch select_by chooses) into the model
     progress: bool = True  # show a tqdm progress bar
     clock: str = "wall"  # "wall" (real time) or "process" (this process's CPU time: steadier on a busy 1-thread run)
+    # which epoch's weights are kept: "loss" (lowest validation loss), "bleu" (highest validation BLEU, scored by a
+    # BleuCallback) or "last" (see choose_epoch); left out of the repr so configs printed before it existed read the same
+    select_by: str = field(default="loss", repr=False)
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -118,16 +121,23 @@ class LambdaCallback(Callback):
 
 
 class BleuCallback(Callback):
-    """Add ``valid_bleu`` (greedy decoding, sacrebleu) to the history every ``every`` epochs.
+    """Add validation BLEU to the history every ``every`` epochs: greedy decoding, sacreBLEU on the detokenized
+    output (:func:`course_lib.evaluation.evaluate_translation`), cased as ``valid_bleu`` and lower-cased as
+    ``valid_bleu_lc``, the figure ``benchmarks/real_data.py`` reports as ``bleu_lc`` and the one
+    ``TrainConfig(select_by="bleu")`` keeps the best epoch of (:func:`choose_epoch`).
 
     Args:
-        model: the model being trained.
-        src_token_lists, tgt_token_lists: tokenized validation sentences and references.
+        model: the model being trained (the one :func:`train` validates: with weight averaging, the average).
+        src_token_lists: the validation sources as token lists (words or BPE pieces, as trained).
+        tgt_token_lists: their references: raw sentences, scored as they are (the command line passes the
+            reference file's lines, as the benchmark does), or token lists, detokenized first.
         src_vocab, tgt_vocab: the vocabularies.
-        every: epochs between evaluations.
+        every: epochs between evaluations (epochs ``every``, ``2 * every``, ...; 1 = every epoch).
     """
 
     def __init__(self, model, src_token_lists, tgt_token_lists, src_vocab, tgt_vocab, every: int = 1):
+        if isinstance(every, bool) or not isinstance(every, int) or every < 1:
+            raise ValueError(f"every must be a positive whole number of epochs, got {every!r}")
         self.model, self.every = model, every
         self.data = (src_token_lists, tgt_token_lists, src_vocab, tgt_vocab)
 
@@ -135,8 +145,91 @@ class BleuCallback(Callback):
         if history[-1]["epoch"] % self.every == 0:
             from .evaluation import evaluate_translation
 
-            history[-1]["valid_bleu"] = evaluate_translation(self.model, *self.data).bleu
+            scores = evaluate_translation(self.model, *self.data)  # greedy
+            history[-1].update(valid_bleu=scores.bleu, valid_bleu_lc=scores.bleu_lc)
         return None
+
+
+# ----- which epoch's weights are kept (one rule: the loop, the command line and benchmarks/report.py) -----
+
+SELECT_BY = ("loss", "bleu", "last")  # the values of TrainConfig.select_by (the command line's --keep)
+
+
+def selection_score(entry: dict, select_by: str) -> float | None:
+    """How good the epoch of one history ``entry`` is under ``select_by``; higher is better, None: not scored.
+
+    Args:
+        entry: one history dict (see the module docstring).
+        select_by: ``"loss"``: minus the validation loss (the training loss when there was no validation
+            loader); ``"bleu"``: the lower-cased validation BLEU a :class:`BleuCallback` wrote
+            (``valid_bleu_lc``; None in epochs it skipped); ``"last"``: the epoch number.
+    """
+    if select_by == "loss":
+        score = -entry.get("valid_loss", entry["train_loss"])
+    elif select_by == "bleu":
+        score = entry.get("valid_bleu_lc")
+    elif select_by == "last":
+        score = entry["epoch"]
+    else:
+        raise ValueError(f"select_by must be one of {', '.join(map(repr, SELECT_BY))}, got {select_by!r}")
+    return None if score is None or math.isnan(score) else float(score)
+
+
+def choose_epoch(history: Sequence[dict], select_by: str) -> dict | None:
+    """The history entry whose weights ``select_by`` keeps: the best :func:`selection_score`, the earliest
+    on a tie; None when no epoch was scored.
+
+    Args:
+        history: the history of :func:`train` (or rows shaped like it: ``epoch`` and the scored key).
+        select_by: ``"loss"``, ``"bleu"`` or ``"last"`` (see :func:`selection_score`).
+    """
+    scored = [(score, entry) for entry in history if (score := selection_score(entry, select_by)) is not None]
+    if not scored:
+        return None
+    best = max(score for score, _ in scored)
+    return next(entry for score, entry in scored if score == best)
+
+
+def describe_choice(history: Sequence[dict], select_by: str) -> str:
+    """One line for a log: which epoch's weights ``select_by`` keeps and why, with what the other rules would keep.
+
+    Args:
+        history: the history of :func:`train`.
+        select_by: ``"loss"``, ``"bleu"`` or ``"last"``.
+    """
+    if not history:
+        return "no epoch finished: nothing to choose from"
+    kept = choose_epoch(history, select_by)
+    n = history[-1]["epoch"]
+    loss_name = "validation loss" if "valid_loss" in history[-1] else "training loss"
+    by_loss, by_bleu = choose_epoch(history, "loss"), choose_epoch(history, "bleu")
+    scored = sum(selection_score(entry, "bleu") is not None for entry in history)
+    if kept is None:  # "bleu" with no scored epoch
+        return f"kept the last weights (epoch {n}): no epoch had a validation BLEU score"
+    reasons = {"loss": f"the lowest {loss_name} ({-selection_score(kept, 'loss'):.3f})",
+               "bleu": f"the highest validation BLEU ({kept.get('valid_bleu_lc', 0.0):.2f} lower-cased, greedy; "
+                       f"scored after {scored} of {n} epochs)",
+               "last": "the last epoch"}
+    others = []
+    if select_by != "loss" and by_loss is not kept:
+        others.append(f"the lowest {loss_name} was epoch {by_loss['epoch']}'s ({by_loss.get('valid_loss', by_loss['train_loss']):.3f})")
+    if select_by != "bleu" and by_bleu is not None and by_bleu is not kept:
+        others.append(f"the highest validation BLEU was epoch {by_bleu['epoch']}'s ({by_bleu['valid_bleu_lc']:.2f})")
+    return f"kept epoch {kept['epoch']} of {n}: {reasons[select_by]}" + "".join(f"; {o}" for o in others)
+
+
+def _check_selection(config: TrainConfig, callbacks: Sequence[Callback]) -> None:
+    """Fail before training when ``config.select_by`` is unknown or nothing would score it."""
+    if config.select_by not in SELECT_BY:
+        raise ValueError(f"select_by must be one of {', '.join(map(repr, SELECT_BY))}, got {config.select_by!r}")
+    if config.select_by == "bleu" and not any(isinstance(cb, BleuCallback) for cb in callbacks):
+        raise ValueError("select_by='bleu' needs a BleuCallback among the callbacks: it scores validation BLEU")
+
+
+def _saved_epoch(checkpoint: dict) -> int | None:
+    """The epoch whose weights a checkpoint written during training holds (None if it does not say)."""
+    history = (checkpoint.get("training_state") or {}).get("history") or []
+    return history[-1]["epoch"] if history else (checkpoint.get("metrics") or {}).get("epoch")
 
 
 def _move(batch: Sequence[torch.Tensor], device: torch.device) -> tuple[torch.Tensor, ...]:
@@ -278,7 +371,8 @@ class _Trainer:
         self.scheduler = make_noam_scheduler(self.optimizer, model.config.d_model, config.warmup_steps, config.lr_factor,
                                              _decay_end(config, train_loader))
         self.step, self.epoch, self.history = 0, 0, []
-        self.best_valid_loss, self.best_state = math.inf, None
+        _check_selection(config, self.callbacks)
+        self.best_valid_loss, self.best_epoch, self.best_state = math.inf, None, None  # lowest loss; the kept epoch
         self.train_seconds = 0.0
         self.main = distributed.is_main_process()
         self.clock = _clock(config.clock)
@@ -293,6 +387,7 @@ class _Trainer:
             "epoch": self.epoch,
             "history": copy.deepcopy(self.history),
             "best_valid_loss": self.best_valid_loss,
+            "best_epoch": self.best_epoch,
             "train_seconds": self.train_seconds,
             "rng": capture_rng_state(),
             "trained_weights": None if self.average is None else _cpu_state(self.trained),
@@ -332,14 +427,17 @@ class _Trainer:
         self.best_valid_loss = state["best_valid_loss"]
         self.train_seconds = state["train_seconds"]
         restore_rng_state(state["rng"])
-        best = self.config.best_checkpoint
-        if data.get("metrics", {}).get("valid_loss") == self.best_valid_loss:  # resuming from the best epoch
+        kept = choose_epoch(self.history, self.config.select_by)  # this run's rule over the epochs so far
+        self.best_epoch = None if kept is None else kept["epoch"]
+        if kept is not None and kept is self.history[-1]:  # resuming from the kept epoch itself
             self.best_state = copy.deepcopy(self.model.state_dict())
-        elif best:
+        elif kept is not None and self.config.best_checkpoint:
             try:
-                self.best_state = read_checkpoint(best, map_location=self.device)["model_state"]
+                saved = read_checkpoint(self.config.best_checkpoint, map_location=self.device)
             except Exception:  # no usable best file: the best so far is unknown, keep the final weights
-                self.best_state = None
+                saved = None
+            if saved is not None and _saved_epoch(saved) in (None, kept["epoch"]):  # None: written before it said
+                self.best_state = saved["model_state"]
 
     # ----- the loop -----
     def out_of_budget(self) -> bool:
@@ -411,8 +509,17 @@ class _Trainer:
         wants_stop = any([bool(cb.on_step_end(info)) for cb in self.step_callbacks])
         return distributed.any_process(wants_stop, self.device) if distributed.is_distributed() else wants_stop
 
+    def keep_if_chosen(self) -> None:
+        """Keep this epoch's weights (and write ``best_checkpoint``) if ``config.select_by`` chooses it so far."""
+        entry = self.history[-1]
+        self.best_valid_loss = min(self.best_valid_loss, entry.get("valid_loss", entry["train_loss"]))
+        if choose_epoch(self.history, self.config.select_by) is entry:
+            self.best_epoch = entry["epoch"]
+            self.best_state = copy.deepcopy(self.model.state_dict())
+            self.save(self.config.best_checkpoint)
+
     def end_epoch(self, train_stats: LossStats, wall_start: float) -> bool:
-        """Validate, record the history entry, keep the best weights, run the callbacks."""
+        """Validate, record the history entry, run the callbacks, keep the weights if ``select_by`` chooses them."""
         entry = {"epoch": self.epoch, "step": self.step, "train_loss": train_stats.loss,
                  "train_ppl": _perplexity(train_stats.nll)}
         if self.valid_loader is not None:
@@ -421,12 +528,8 @@ class _Trainer:
         entry.update(lr=self.scheduler.get_last_lr()[0], tokens=train_stats.n_tokens,
                      seconds=self.train_seconds, wall_seconds=wall_start + time.perf_counter())
         self.history.append(entry)
-        score = entry.get("valid_loss", entry["train_loss"])
-        if score < self.best_valid_loss:
-            self.best_valid_loss = score
-            self.best_state = copy.deepcopy(self.model.state_dict())
-            self.save(self.config.best_checkpoint)
-        wants_stop = any([bool(cb.on_epoch_end(self.history)) for cb in self.callbacks])
+        wants_stop = any([bool(cb.on_epoch_end(self.history)) for cb in self.callbacks])  # BleuCallback scores here
+        self.keep_if_chosen()
         self.save(self.config.last_checkpoint)
         return distributed.any_process(wants_stop, self.device) if distributed.is_distributed() else wants_stop
 

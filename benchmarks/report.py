@@ -9,6 +9,10 @@ and writes
   about the corpus (``nb14-corpus``, ``nb14-rare``, ``nb14-subwords``, ``nb14-tied``) from
   ``benchmarks/results/corpus_facts/multi30k.json`` (``benchmarks/corpus_facts.py``).
 
+It also reads ``benchmarks/results/cli_check/RUN-seedN.json`` (``benchmarks/cli_check.py``: the training
+command line run as the README gives it) and says which checkpoint the figures come from and what the
+command line delivered against the benchmark's same seed.
+
 Rules it follows: every figure is a mean over the seeds that finished (their number is shown, with the
 standard deviation and the range); choices (the best epoch) are made on the validation split and the
 test split is reported for them; comparisons say what differs between the pipelines.
@@ -31,6 +35,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 RESULTS = ROOT / "benchmarks" / "results" / "real_data"
+CLI_CHECKS = "cli_check"  # a folder beside RESULTS: benchmarks/cli_check.py's results files
 BENCH_README = ROOT / "benchmarks" / "README.md"
 README = ROOT / "README.md"
 NOTEBOOK = ROOT / "notebooks" / "14_from_toy_to_real_data.ipynb"
@@ -95,9 +100,21 @@ def metric(record: dict, epoch: int, split: str, name: str = "bleu_lc") -> float
 
 
 def chosen_epoch(record: dict, name: str = "bleu_lc") -> int:
-    """The epoch with the best validation score (the earliest on a tie): chosen on ``valid`` only."""
-    scores = [row["valid"][name] for row in record["epochs"]]
-    return 1 + scores.index(max(scores))
+    """The epoch with the best validation score (the earliest on a tie): chosen on ``valid`` only, by the rule
+    the training command line keeps its checkpoint with (``--keep bleu``: :func:`course_lib.training.choose_epoch`)."""
+    from course_lib.training import choose_epoch
+
+    rows = [{"epoch": i, "valid_bleu_lc": row["valid"][name]} for i, row in enumerate(record["epochs"], start=1)]
+    return choose_epoch(rows, "bleu")["epoch"]
+
+
+def load_cli_checks(root: Path = RESULTS) -> dict[str, list[dict]]:
+    """``{run: [cli_check record per seed, sorted by seed]}`` from the ``cli_check`` folder beside ``root``."""
+    checks: dict[str, list[dict]] = {}
+    for path in sorted((root.parent / CLI_CHECKS).glob("*-seed*.json")):
+        record = json.loads(path.read_text())
+        checks.setdefault(record["run"], []).append(record)
+    return {run: sorted(records, key=lambda r: r["seed"]) for run, records in checks.items()}
 
 
 def cumulative_seconds(record: dict, clock: str = "train_seconds") -> list[float]:
@@ -580,8 +597,84 @@ def stretch_sentence(pipelines: dict[str, list[dict]], reference: list[dict] | N
                    f"{res['verdict']}.")
 
 
-def render_stretch(run: str, pipelines: dict[str, list[dict]], reference: list[dict] | None = None) -> str:
-    """The stretch run: validation every epoch, test (greedy and beam) after the last epoch only."""
+def _agreement(pairs: list[tuple[float, float]], seed: int) -> str:
+    """How close the command line's validation BLEU (printed to two decimals) came to the benchmark's."""
+    gap = max(abs(ours - theirs) for ours, theirs in pairs)
+    if gap < 0.005 + 1e-9:
+        return f"; its validation BLEU was the benchmark's seed {seed}'s to the printed two decimals after all {len(pairs)} epochs"
+    return f"; its validation BLEU stayed within {gap:.2f} of the benchmark's seed {seed} after every one of {len(pairs)} epochs"
+
+
+def checkpoint_sentence(pipelines: dict[str, list[dict]], checks: list[dict] | None = None) -> str:
+    """Which checkpoint a stretch run's figures come from, which one the training command line keeps, and (once
+    ``benchmarks/cli_check.py`` has run it) what the command line delivered against the benchmark's same seed.
+
+    Args:
+        pipelines: the stretch run's records (``{"course": [...]}``).
+        checks: that run's ``cli_check`` records (any seeds; unfinished ones are left out).
+    """
+    from course_lib.training import choose_epoch
+
+    rs = complete(pipelines.get("course", []))
+    if not rs:
+        return ""
+    last = len(rs[0]["epochs"])
+    by_seed = {r["seed"]: r for r in rs}
+    kept = {r["seed"]: chosen_epoch(r) for r in rs}
+    earlier = [seed for seed, epoch in kept.items() if epoch != last]
+    text = (f"Which checkpoint: these figures are the weights after the last epoch, {last} (the benchmark scores every "
+            "epoch's weights and reports the last). `python -m course_lib.train` keeps by default the epoch with the "
+            "highest validation BLEU (`--keep bleu`: greedy, lower-cased, after every epoch; the rule that picks the "
+            f"epochs chosen on validation here), on seed{'s' if len(rs) > 1 else ''} "
+            f"{', '.join(str(seed) for seed in kept)} epoch{'s' if len(rs) > 1 else ''} "
+            f"{', '.join(str(epoch) for epoch in kept.values())}")
+    if earlier:
+        text += (f" (seed{'s' if len(earlier) > 1 else ''} {', '.join(map(str, earlier))}: an earlier epoch, "
+                 "whose test figure the benchmark did not score)")
+    text += ("; `--keep last` keeps the last epoch, the benchmark's checkpoint on every seed; `--keep loss` keeps "
+             "the lowest validation loss, which with label smoothing bottoms out earlier.")
+    for check in (c for c in checks or [] if c.get("complete") and c["seed"] in by_seed):
+        bench, test = by_seed[check["seed"]]["epochs"][-1], check["test"]
+        beam = int(check["flags"][check["flags"].index("--beam") + 1]) if "--beam" in check["flags"] else 4
+        ours = test.get("test_bleu_lc_beam") if beam > 1 else test["test_bleu_lc_greedy"]
+        theirs = bench["beam"]["test"]["bleu_lc"] if beam > 1 and bench.get("beam", {}).get("size") == beam else None
+        by_loss = choose_epoch(check["epochs"], "loss")
+        common = [(row["valid_bleu_lc"], metric(by_seed[check["seed"]], row["epoch"], "valid"))
+                  for row in check["epochs"] if row.get("valid_bleu_lc") is not None and row["epoch"] <= last]
+        load = check["load_average"]
+        decoding = f"with beam {beam}" if beam > 1 else "greedy"
+        text += (f" Checked by running the command as the README gives it (`benchmarks/cli_check.py`, seed "
+                 f"{check['seed']}, {check['started'][:10]}: {check['train_seconds'] / 60:.1f} minutes of training on "
+                 f"{check['threads']} thread{'s' if check['threads'] != 1 else ''}" + (f", 1-minute load {load['mean']:.1f} on average, up to {load['max']:.1f}"
+                                                  if load.get("samples") else "")
+                 + f"): it kept epoch {check['kept_epoch']} of {len(check['epochs'])} by `--keep {check['keep']}`"
+                 + (f" (the lowest validation loss was epoch {by_loss['epoch']}'s)" if by_loss["epoch"] != check["kept_epoch"]
+                    else "")
+                 + (_agreement(common, check["seed"]) if common else "")
+                 + f"; test BLEU {ours:.1f} lower-cased {decoding} (greedy {test['test_bleu_lc_greedy']:.1f}), against "
+                 + (f"{theirs:.1f} {decoding} (greedy {bench['test']['bleu_lc']:.1f})" if theirs is not None
+                    else f"greedy {bench['test']['bleu_lc']:.1f}")
+                 + f" for the benchmark's seed {check['seed']}.")
+    return text
+
+
+def cli_check_table(pipelines: dict[str, list[dict]], check: dict) -> str:
+    """Epoch by epoch, what the command line printed beside the benchmark's validation BLEU for the same seed."""
+    bench = {r["seed"]: r for r in complete(pipelines.get("course", []))}.get(check["seed"])
+    lines = ["| epoch | command line: valid loss | valid BLEU | benchmark: valid BLEU | kept |", "|---|---|---|---|---|"]
+    for row in check["epochs"]:
+        theirs = (f"{metric(bench, row['epoch'], 'valid'):.2f}" if bench and row["epoch"] <= len(bench["epochs"])
+                  else "—")
+        ours = "—" if row.get("valid_bleu_lc") is None else f"{row['valid_bleu_lc']:.2f}"
+        lines.append(f"| {row['epoch']} | {row['valid_loss']:.3f} | {ours} | {theirs} | "
+                     f"{'yes' if row['epoch'] == check.get('kept_epoch') else ''} |")
+    return "\n".join(lines) + "\n"
+
+
+def render_stretch(run: str, pipelines: dict[str, list[dict]], reference: list[dict] | None = None,
+                   checks: list[dict] | None = None) -> str:
+    """The stretch run: validation every epoch, test (greedy and beam) after the last epoch only; with ``checks``
+    (``benchmarks/cli_check.py``'s records for this run) what the command line delivered."""
     parts = [run_header(run, pipelines).replace("### Run", "### Stretch run", 1)]
     done = complete(pipelines.get("course", []))
     first = (done or next(iter(pipelines.values())))[0]
@@ -627,14 +720,18 @@ def render_stretch(run: str, pipelines: dict[str, list[dict]], reference: list[d
         parts += ["\nAfter the last epoch, seed by seed (decoding chosen on validation: "
                   f"{res['decoding']}; validation greedy {fmt(res['greedy_valid'])}"
                   + (f", beam {beam} {fmt(res['beam_valid'])}" if beam else "") + "):\n", "\n".join(lines) + "\n",
-                  "\n" + stretch_sentence(pipelines, reference) + "\n"]
+                  "\n" + stretch_sentence(pipelines, reference) + "\n",
+                  "\n" + checkpoint_sentence(pipelines, checks) + "\n"]
+        for check in (c for c in checks or [] if c.get("complete")):
+            parts += [f"\nThe command line, seed {check['seed']} (`{' '.join(check['command'])}`; DATA is the "
+                      "Multi30k folder), epoch by epoch:\n", cli_check_table(pipelines, check)]
         signatures = first["epochs"][-1]["test"]["signatures"] if "test" in first["epochs"][-1] else {}
         if signatures:
             parts.append("\nSignatures: " + "; ".join(f"{k} `{v}`" for k, v in signatures.items()) + ".\n")
     return "\n".join(p.rstrip("\n") + "\n" for p in parts)
 
 
-def render_benchmarks_readme(runs) -> str:
+def render_benchmarks_readme(runs, checks: dict[str, list[dict]] | None = None) -> str:
     out = ["# Benchmarks", "",
            "<!-- generated by benchmarks/report.py from benchmarks/results/; do not edit by hand -->", "",
            "Every figure below is computed by `python benchmarks/report.py` from the results files in",
@@ -671,7 +768,7 @@ def render_benchmarks_readme(runs) -> str:
                 "reported. The target is judged on the project's figure, lower-cased BLEU on detokenized output; "
                 "the tokenized figure is given beside it. " + TEST_CAVEAT, ""]
     for run in stretch:
-        out.append(render_stretch(run, runs[run], runs.get("tutorial", {}).get("course")))
+        out.append(render_stretch(run, runs[run], runs.get("tutorial", {}).get("course"), (checks or {}).get(run)))
     out.append(render_throughput(load_records("throughput")))
     out.append(render_time_to_bleu(load_records("time_to_bleu")))
     return "\n".join(out).rstrip("\n") + "\n"
@@ -756,8 +853,9 @@ def render_time_to_bleu(records: list[dict]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def headline(runs, audience: str) -> str:
-    """The short block for the README (``audience="readme"``) or notebook 14 (``"notebook"``)."""
+def headline(runs, audience: str, checks: dict[str, list[dict]] | None = None) -> str:
+    """The short block for the README (``audience="readme"``) or notebook 14 (``"notebook"``); ``checks``: the
+    ``cli_check`` records by run (:func:`load_cli_checks`)."""
     lines = []
     tutorial = runs.get("tutorial")
     if tutorial:
@@ -772,7 +870,7 @@ def headline(runs, audience: str) -> str:
     for run in sorted(r for r in runs if is_stretch(r)):
         sentence = stretch_sentence(runs[run], runs.get("tutorial", {}).get("course"))
         if sentence:
-            lines += ["", sentence]
+            lines += ["", sentence, "", checkpoint_sentence(runs[run], (checks or {}).get(run))]
     default = runs.get("default")
     if default and complete(default.get("course", [])):
         rs = complete(default["course"])
@@ -881,13 +979,14 @@ def notebook_with_blocks(nb: dict, blocks: dict[str, str]) -> dict:
 
 def expected(root: Path = RESULTS) -> dict[Path, str]:
     """What each generated file should contain now."""
-    runs = load_runs(root)
+    runs, checks = load_runs(root), load_cli_checks(root)
     nb = json.loads(NOTEBOOK.read_text(encoding="utf-8"))
-    nb = notebook_with_blocks(nb, {MARKERS["notebook"]: headline(runs, "notebook"), "nb14-sweep": sweep_sentences(runs),
+    nb = notebook_with_blocks(nb, {MARKERS["notebook"]: headline(runs, "notebook", checks),
+                                   "nb14-sweep": sweep_sentences(runs),
                                    **corpus_blocks(runs)})
     return {
-        BENCH_README: render_benchmarks_readme(runs),
-        README: replace_block(README.read_text(encoding="utf-8"), MARKERS["readme"], headline(runs, "readme")),
+        BENCH_README: render_benchmarks_readme(runs, checks),
+        README: replace_block(README.read_text(encoding="utf-8"), MARKERS["readme"], headline(runs, "readme", checks)),
         NOTEBOOK: json.dumps(nb, indent=1, ensure_ascii=False, sort_keys=True) + "\n",
     }
 

@@ -190,6 +190,31 @@ def test_a_worker_that_dies_costs_only_its_own_notebook(tmp_path):
     assert by_student["dies"].exercises[0].status == "not graded" and "died" in by_student["dies"].run_note
 
 
+def test_a_run_stopped_half_way_keeps_what_it_graded(tmp_path, monkeypatch):
+    """The first notebook is saved to the gradebook as soon as it is graded; the run is then interrupted: the
+    reports are still written, and the next run grades only the notebook left (before the fix nothing was kept)."""
+    subs = tmp_path / "subs"
+    for sid in ("first", "second"):
+        _write(subs / sid / f"{STEM}.ipynb", nbformat.writes(_cells("x = 1")).encode())
+
+    def interrupted(todo, specs, limits, jobs, save):
+        sid, nb, path = todo[0]
+        save(_fake_task(sid, str(path), nb, [s for s in specs if s.notebook == nb], limits), path)
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(grade, "grade_all", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        grade.grade(subs, tmp_path / "out", limits=LIMITS)
+    runs = [json.loads(line) for line in (tmp_path / "out" / "gradebook" / "runs.jsonl").read_text().splitlines()]
+    assert [r["student"] for r in runs] == ["first"]
+    with (tmp_path / "out" / "grades.csv").open(encoding="utf-8") as handle:
+        assert {row["student"]: row["total"] for row in csv.DictReader(handle)}["first"] == "5"
+    left = []
+    monkeypatch.setattr(grade, "grade_all", lambda todo, *rest: left.extend(sid for sid, _, _ in todo))
+    grade.grade(subs, tmp_path / "out", limits=LIMITS)
+    assert left == ["second"]
+
+
 # ------------------------------------------------------------------------------------------------
 # statistics and feedback
 # ------------------------------------------------------------------------------------------------

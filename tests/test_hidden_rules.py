@@ -253,6 +253,21 @@ def test_every_graded_coding_exercise_is_covered():
     assert all(f"| {exercise} |" in table for exercise in coding)
 
 
+@pytest.mark.parametrize("exercise", sorted(EXERCISES))
+def test_each_test_states_the_cases_the_course_solution_goes_through(exercise, namespaces):
+    """Partial credit is a share of the cases a test states (``cases=N``): the course's solution, graded case by
+    case as the grader does, passes exactly that many."""
+    import partial_credit
+
+    e = EXERCISES[exercise]
+    namespace = dict(namespaces(e["module"]))
+    run_cell(_with_solution(e["before"], e["solution"]), namespace)
+    args = eval(e["arguments"], namespace)
+    test = hidden_tests.lookup(e["module"], e["checker"])
+    outcome = partial_credit.run_test(test, list(args if isinstance(args, tuple) else (args,)), {})
+    assert (outcome.status, len(outcome.cases), outcome.total) == ("passed", test.cases, test.cases), outcome.message
+
+
 @pytest.mark.parametrize("exercise", sorted(CHEATS))
 def test_own_code_rule(exercise, namespaces):
     module, attribute, wrapper = CHEATS[exercise]

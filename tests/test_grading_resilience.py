@@ -280,7 +280,8 @@ SWITCHES = {  # each tries to switch the rules off from a notebook cell; then th
                       "torch.overrides.TorchFunctionMode.__exit__ = lambda self, *a: None\n"),
     "thread": "",  # the answer computes in a thread of its own (below)
     "background_thread": ("import threading, time\n"
-                          "threading.Thread(target=time.sleep, args=(600,), daemon=True).start()\n"),
+                          "def keep_watch():\n    while True:\n        time.sleep(0.01)\n"
+                          "threading.Thread(target=keep_watch, daemon=True).start()\n"),
 }
 IN_A_THREAD = ("import threading\n_softmax_answer = attention_by_hand\n"
                "def attention_by_hand(q, k, v, mask=None):\n    out = []\n"

@@ -643,7 +643,10 @@ def checkpoint_sentence(pipelines: dict[str, list[dict]], checks: list[dict] | N
                   for row in check["epochs"] if row.get("valid_bleu_lc") is not None and row["epoch"] <= last]
         load = check["load_average"]
         decoding = f"with beam {beam}" if beam > 1 else "greedy"
-        text += (f" Checked by running the command as the README gives it (`benchmarks/cli_check.py`, seed "
+        threads = by_seed[check["seed"]]["threads"]
+        text += (" Checked by running the command as the README gives it"
+                 + (f" but with `--threads {check['threads']}` for {threads}" if check["threads"] != threads else "")
+                 + f" (`benchmarks/cli_check.py`, seed "
                  f"{check['seed']}, {check['started'][:10]}: {check['train_seconds'] / 60:.1f} minutes of training on "
                  f"{check['threads']} thread{'s' if check['threads'] != 1 else ''}" + (f", 1-minute load {load['mean']:.1f} on average, up to {load['max']:.1f}"
                                                   if load.get("samples") else "")
@@ -766,7 +769,9 @@ def render_benchmarks_readme(runs, checks: dict[str, list[dict]] | None = None) 
                 "validation (the decoding: greedy, or beam search with the course's length penalty 0.6); the test "
                 "split is scored after the last epoch only, with both decodings, and the one validation chose is "
                 "reported. The target is judged on the project's figure, lower-cased BLEU on detokenized output; "
-                "the tokenized figure is given beside it. " + TEST_CAVEAT, ""]
+                "the tokenized figure is given beside it. " + TEST_CAVEAT + " Once the training command line has been "
+                "run as the README gives it (`benchmarks/cli_check.py`, results in `benchmarks/results/cli_check/`), "
+                "a run's section compares what it printed and scored with the benchmark's same seed.", ""]
     for run in stretch:
         out.append(render_stretch(run, runs[run], runs.get("tutorial", {}).get("course"), (checks or {}).get(run)))
     out.append(render_throughput(load_records("throughput")))

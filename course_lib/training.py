@@ -9,10 +9,11 @@ average of the trained weights (:class:`WeightAverage`, a cheap cousin of the pa
 averaging); on the toy corpus it reached BLEU 99 at 120 s where the last weights reached 97.
 
 :func:`train` returns a *history*: one dict per epoch with ``epoch, step, train_loss, valid_loss,
-train_ppl, valid_ppl, valid_accuracy, lr, tokens, seconds, wall_seconds`` (``valid_bleu`` too when a
-:class:`BleuCallback` is given), ready for plotting. Callbacks let a notebook draw live without
+train_ppl, valid_ppl, valid_accuracy, lr, tokens, seconds, wall_seconds`` (``valid_bleu`` and
+``valid_bleu_lc`` too when a :class:`BleuCallback` is given), ready for plotting. Callbacks let a notebook draw live without
 copying the loop. Other features: a time budget checked before every step, step/epoch limits,
-keep-best and last checkpoints, resuming, seeding (same seed, same machine -> bit-identical weights)
+keeping the best epoch's weights (the lowest validation loss by default; the highest validation BLEU or
+the last epoch: ``TrainConfig.select_by``, :func:`choose_epoch`) and last checkpoints, resuming, seeding (same seed, same machine -> bit-identical weights)
 and DistributedDataParallel when launched with ``torchrun`` (see :mod:`course_lib.distributed`).
 
 Clock: ``seconds`` (and the time budget) count the time spent training -- loading batches,
@@ -206,16 +207,19 @@ def describe_choice(history: Sequence[dict], select_by: str) -> str:
     scored = sum(selection_score(entry, "bleu") is not None for entry in history)
     if kept is None:  # "bleu" with no scored epoch
         return f"kept the last weights (epoch {n}): no epoch had a validation BLEU score"
-    reasons = {"loss": f"the lowest {loss_name} ({-selection_score(kept, 'loss'):.3f})",
-               "bleu": f"the highest validation BLEU ({kept.get('valid_bleu_lc', 0.0):.2f} lower-cased, greedy; "
-                       f"scored after {scored} of {n} epochs)",
-               "last": "the last epoch"}
+    if select_by == "loss":
+        reason = f"the lowest {loss_name} ({-selection_score(kept, 'loss'):.3f})"
+    elif select_by == "bleu":
+        reason = (f"the highest validation BLEU ({kept['valid_bleu_lc']:.2f} lower-cased, greedy; scored after "
+                  f"{scored} of {n} epochs)")
+    else:
+        reason = "the last epoch"
     others = []
-    if select_by != "loss" and by_loss is not kept:
+    if select_by != "loss" and by_loss is not None and by_loss is not kept:
         others.append(f"the lowest {loss_name} was epoch {by_loss['epoch']}'s ({by_loss.get('valid_loss', by_loss['train_loss']):.3f})")
     if select_by != "bleu" and by_bleu is not None and by_bleu is not kept:
         others.append(f"the highest validation BLEU was epoch {by_bleu['epoch']}'s ({by_bleu['valid_bleu_lc']:.2f})")
-    return f"kept epoch {kept['epoch']} of {n}: {reasons[select_by]}" + "".join(f"; {o}" for o in others)
+    return f"kept epoch {kept['epoch']} of {n}: {reason}" + "".join(f"; {o}" for o in others)
 
 
 def _check_selection(config: TrainConfig, callbacks: Sequence[Callback]) -> None:

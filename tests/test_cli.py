@@ -270,3 +270,52 @@ def test_my_parts_train_on_the_command_line_and_translate(tmp_path, capsys):
     assert "--my-parts" in one_line_error(capsys.readouterr().err)
     assert translate_cli.main([str(out), "--my-parts", notebooks, "Der Hund sieht die Katze."]) == 0
     assert len(capsys.readouterr().out.strip().splitlines()) == 1
+
+
+# ----- which epoch's weights the command keeps (issue 37) -----
+
+EPOCHS = [*TINY[:4], "--epochs", "3", "--time-budget", "0", *TINY[6:]]  # TINY without --max-steps, 3 epochs
+
+
+def test_the_command_keeps_the_epoch_with_the_highest_validation_bleu_not_the_lowest_loss(tmp_path, capsys,
+                                                                                         monkeypatch):
+    """Validation BLEU is scripted (5, 50, 10 after epochs 1-3): the command keeps, tests and writes epoch 2."""
+    import course_lib.evaluation as evaluation
+
+    real, snapshots = evaluation.evaluate_translation, []
+
+    def scripted(model, *args, **kwargs):  # what BleuCallback calls after each epoch
+        scores = real(model, *args, **kwargs)
+        snapshots.append({k: v.detach().clone() for k, v in model.state_dict().items()})
+        scores.bleu_lc = (5.0, 50.0, 10.0)[len(snapshots) - 1]
+        return scores
+
+    monkeypatch.setattr(evaluation, "evaluate_translation", scripted)
+    out = tmp_path / "m.pt"
+    code, stdout, err = run_train([*EPOCHS, "--output", str(out)], capsys)
+    assert code == 0, err
+    assert len(snapshots) == 3 and "valid BLEU 50.00 lower-cased" in stdout
+    assert "checkpoint (--keep bleu): kept epoch 2 of 3: the highest validation BLEU (50.00" in stdout
+    saved = torch.load(out, weights_only=True)
+    assert saved["metrics"]["kept_epoch"] == 2 and saved["train_config"]["select_by"] == "bleu"
+    assert all(torch.equal(saved["model_state"][k], snapshots[1][k]) for k in snapshots[1])
+
+
+@pytest.mark.parametrize(("keep", "line"), [("last", "kept epoch 3 of 3: the last epoch"),
+                                             ("loss", "kept epoch 3 of 3: the lowest validation loss")])
+def test_keep_last_or_loss_says_which_epoch_and_why(keep, line, tmp_path, capsys):
+    code, stdout, err = run_train([*EPOCHS, "--keep", keep, "--output", str(tmp_path / "m.pt")], capsys)
+    assert code == 0, err
+    assert f"checkpoint (--keep {keep}): {line}" in stdout  # a tiny model's loss still falls every epoch
+    assert torch.load(tmp_path / "m.pt", weights_only=True)["metrics"]["kept_epoch"] == 3
+
+
+@pytest.mark.parametrize(("flag", "value", "expected"), [
+    ("--keep", "best", "argument --keep: invalid choice: 'best' (choose from 'loss', 'bleu', 'last')"),
+    ("--bleu-every", "0", "--bleu-every: must be a positive integer, got 0"),
+])
+def test_bad_keep_options_are_one_line_errors(flag, value, expected, capsys):
+    with pytest.raises(SystemExit) as exit_info:
+        train_cli.main([flag, value])
+    assert exit_info.value.code == 2
+    assert expected in one_line_error(capsys.readouterr().err)

@@ -369,3 +369,97 @@ def test_throughput_and_time_to_bleu_tables_summarise_three_runs():
     assert "BLEU 90, 3 seeds: course 10.0 ± 0.0 (10.0–10.0) s, nn.Transformer 20.0 ± 0.0 (20.0–20.0) s; ratio " \
            "nn.Transformer / course 2.00 ± 0.00 (2.00–2.00)" in text
     assert "BLEU 97: both models reached it in 2 of 3 seeds; no mean." in text
+
+
+# ----- which checkpoint, and what the command line delivered (issue 37) -----
+
+def _cli_check(seed: int, valid: list[float], losses: list[float], beam: float, greedy: float, threads: int = 1) -> dict:
+    """A results file of benchmarks/cli_check.py, as it would read after the run."""
+    epochs = [{"epoch": e, "step": 10 * e, "seconds": 5.0 * e, "train_loss": 3.0, "valid_loss": loss, "valid_bleu_lc": v}
+              for e, (v, loss) in enumerate(zip(valid, losses, strict=True), 1)]
+    kept = max(epochs, key=lambda row: (row["valid_bleu_lc"], -row["epoch"]))["epoch"]
+    return {"benchmark": "cli_check", "run": "stretch-x", "seed": seed, "started": "2026-11-27T02:00:00+00:00",
+            "flags": ["--threads", str(threads), "--epochs", str(len(epochs)), "--beam", "4"], "threads": threads,
+            "train_seconds": 600.0, "load_average": {"samples": 3, "mean": 1.5, "max": 2.0}, "epochs": epochs,
+            "keep": "bleu", "kept_epoch": kept, "complete": True,
+            "test": {"test_bleu_lc_beam": beam, "test_bleu_lc_greedy": greedy}}
+
+
+def test_report_says_which_checkpoint_and_compares_the_command_line_with_the_same_seed():
+    from course_lib.training import choose_epoch
+
+    report = _load("report")
+    rs = [_stretch_record(s, 38.0, 39.0, 45.0, 41.0) for s in range(2)]
+    rs[1]["epochs"][0]["valid"]["bleu_lc"] = 38.0  # a tie with the last epoch: the earlier one is chosen
+    assert [report.chosen_epoch(r) for r in rs] == [2, 1]
+    assert choose_epoch([{"epoch": 1, "valid_bleu_lc": 38.0}, {"epoch": 2, "valid_bleu_lc": 38.0}], "bleu")["epoch"] == 1
+    text = report.checkpoint_sentence({"course": rs})
+    assert text.startswith("Which checkpoint: these figures are the weights after the last epoch, 2 ")
+    assert "on seeds 0, 1 epochs 2, 1 (seed 1: an earlier epoch, whose test figure the benchmark did not score)" in text
+    assert "`--keep last` keeps the last epoch, the benchmark's checkpoint on every seed" in text
+    assert "Checked" not in text  # no command-line run recorded yet
+    check = _cli_check(0, [10.0, 38.0], [2.0, 2.1], beam=40.04, greedy=44.96)
+    text = report.checkpoint_sentence({"course": rs}, [check, dict(check, seed=1, complete=False)])
+    assert text.count("Checked") == 1  # the unfinished seed is left out
+    assert ("Checked by running the command as the README gives it but with `--threads 1` for 2 "
+            "(`benchmarks/cli_check.py`, seed 0, 2026-11-27: 10.0 minutes of training on 1 thread, 1-minute load "
+            "1.5 on average, up to 2.0): it kept epoch 2 of 2 by `--keep bleu` (the lowest validation loss was "
+            "epoch 1's); its validation BLEU was the benchmark's seed 0's to the printed two decimals after all 2 "
+            "epochs; test BLEU 40.0 lower-cased with beam 4 (greedy 45.0), against 40.0 with beam 4 (greedy 45.0) "
+            "for the benchmark's seed 0.") in text
+    check["epochs"][0]["valid_bleu_lc"] = 10.5
+    assert "its validation BLEU stayed within 0.50 of the benchmark's seed 0 after every one of 2 epochs" in \
+        report.checkpoint_sentence({"course": rs}, [check])
+    table = report.cli_check_table({"course": rs}, check)
+    assert "| 1 | 2.000 | 10.50 | 10.00 |  |" in table and "| 2 | 2.100 | 38.00 | 38.00 | yes |" in table
+
+
+def test_cli_check_reads_what_the_command_line_prints(tmp_path, capsys):
+    from course_lib import train as train_cli
+
+    cli_check = _load("cli_check")
+    code = train_cli.main(["--max-train-pairs", "60", "--max-eval-pairs", "8", "--epochs", "2", "--time-budget", "0",
+                           "--d-model", "16", "--n-heads", "2", "--d-ff", "32", "--layers", "1", "--no-progress",
+                           "--samples", "0", "--beam", "1", "--output", str(tmp_path / "m.pt")])
+    assert code == 0
+    printed = cli_check.parse_log(capsys.readouterr().out)
+    assert [row["epoch"] for row in printed["epochs"]] == [1, 2]
+    assert all(row["valid_bleu_lc"] is not None and row["valid_loss"] > 0 for row in printed["epochs"])
+    assert printed["keep"] == "bleu" and printed["kept_epoch"] in (1, 2)
+    assert printed["kept_reason"].startswith(f"kept epoch {printed['kept_epoch']} of 2: the highest validation BLEU")
+
+
+def _readme_command(marker: str) -> list[str]:
+    """The flags of the README's command that follows the comment line containing ``marker``."""
+    lines = (BENCHMARKS.parent / "README.md").read_text(encoding="utf-8").splitlines()
+    start = next(i for i, line in enumerate(lines) if marker in line)
+    while lines[start].startswith("#"):
+        start += 1
+    command = []
+    for line in lines[start:]:
+        command += line.rstrip("\\").split()
+        if not line.endswith("\\"):
+            return command
+
+
+def test_the_readme_command_is_the_one_the_command_line_check_ran():
+    """README's stretch command, less its data files and --output, is what benchmarks/cli_check.py ran (its
+    results file records the flags; the thread count may differ and the report says so)."""
+    cli_check = _load("cli_check")
+    readme = _readme_command("# the stretch run below, from the command line")
+    assert readme[:3] == [".venv/bin/python", "-m", "course_lib.train"]
+    flags = readme[readme.index("test_2016_flickr.en.gz") + 1:]
+    output = flags[flags.index("--output") + 1]
+    flags = flags[:flags.index("--output")]
+    runner = _readme_command("# run the stretch command above as given")
+    assert runner[runner.index("--") + 1:] == flags and runner[runner.index("--output") + 1] == output
+    for path in sorted((BENCHMARKS / "results" / cli_check.RESULTS.name).glob("*.json")):
+        recorded = json.loads(path.read_text())["flags"]
+        at = recorded.index("--threads") + 1
+        assert recorded[:at] + recorded[at + 1:] == flags[:flags.index("--threads") + 1] + flags[flags.index("--threads") + 2:]
+    # the stretch benchmark trained with the same model, data and recipe flags
+    stretch = json.loads((BENCHMARKS / "results" / "real_data" / "stretch-subwords" / "course-seed0.json").read_text())
+    for flag, value in zip(stretch["settings"]["course_flags"][::2], stretch["settings"]["course_flags"][1::2], strict=True):
+        assert flags[flags.index(flag) + 1] == value, flag
+    assert flags[flags.index("--epochs") + 1] == str(stretch["settings"]["args"]["epochs"])
+    assert flags[flags.index("--beam") + 1] == str(stretch["settings"]["args"]["beam_last"])

@@ -287,3 +287,93 @@ def test_cli_trains_writes_a_checkpoint_and_translates(tmp_path, capsys):
     assert translate_cli.main([str(checkpoint), "Der Hund sieht die Katze.", "Ich trinke Wasser."]) == 0
     lines = capsys.readouterr().out.strip().splitlines()
     assert len(lines) == 2
+
+
+# ----- which epoch's weights are kept (issue 37) -----
+
+class ScriptedBleu(BleuCallback):
+    """A BleuCallback whose validation BLEU is given by epoch (no decoding); records each epoch's weights."""
+
+    def __init__(self, model, scores: dict[int, float]):
+        super().__init__(model, [], [], None, None)
+        self.scores, self.states = scores, {}
+
+    def on_epoch_end(self, history):
+        epoch = history[-1]["epoch"]
+        if epoch in self.scores:
+            history[-1].update(valid_bleu=self.scores[epoch], valid_bleu_lc=self.scores[epoch])
+        self.states[epoch] = {k: v.clone() for k, v in self.model.state_dict().items()}
+        return None
+
+
+def same_weights(model, state) -> bool:
+    return all(torch.equal(model.state_dict()[k], state[k]) for k in state)
+
+
+@pytest.mark.parametrize(("select_by", "kept"), [("bleu", 2), ("last", 4)])
+def test_select_by_keeps_the_epoch_with_the_highest_validation_bleu_or_the_last(select_by, kept):
+    model = tiny_model()
+    scripted = ScriptedBleu(model, {1: 10.0, 2: 30.0, 3: 20.0, 4: 5.0})
+    history = train(model, copy_batches(5, 16, seed=0), copy_batches(1, 16, seed=1),
+                    quiet(epochs=4, select_by=select_by), callbacks=[scripted])
+    assert min(history, key=lambda h: h["valid_loss"])["epoch"] != 2  # the loss would keep another epoch
+    assert same_weights(model, scripted.states[kept])
+
+
+def test_choose_epoch_takes_the_earliest_best_and_skips_unscored_or_nan_epochs():
+    from course_lib.training import choose_epoch, describe_choice
+
+    history = [{"epoch": 1, "train_loss": 3.0, "valid_loss": 2.0, "valid_bleu_lc": 20.0},
+               {"epoch": 2, "train_loss": 2.0, "valid_loss": 1.5},  # BLEU not scored this epoch
+               {"epoch": 3, "train_loss": 1.0, "valid_loss": float("nan"), "valid_bleu_lc": 25.0},
+               {"epoch": 4, "train_loss": 0.5, "valid_loss": 1.5, "valid_bleu_lc": 25.0}]
+    assert choose_epoch(history, "bleu")["epoch"] == 3  # a tie goes to the earlier epoch
+    assert choose_epoch(history, "loss")["epoch"] == 2  # NaN is never the best
+    assert choose_epoch(history, "last")["epoch"] == 4
+    assert choose_epoch(history[1:2], "bleu") is None
+    line = describe_choice(history, "bleu")
+    assert line.startswith("kept epoch 3 of 4: the highest validation BLEU (25.00") and "epoch 2's (1.500)" in line
+    assert describe_choice(history, "last").startswith("kept epoch 4 of 4: the last epoch")
+    with pytest.raises(ValueError, match="select_by must be one of 'loss', 'bleu', 'last', got 'blue'"):
+        choose_epoch(history, "blue")
+
+
+def test_select_by_bleu_needs_a_bleu_callback_and_unknown_rules_are_refused():
+    batches = copy_batches(2, 8, seed=0)
+    with pytest.raises(ValueError, match="select_by='bleu' needs a BleuCallback"):
+        train(tiny_model(), batches, None, quiet(select_by="bleu"))
+    with pytest.raises(ValueError, match="select_by must be one of 'loss', 'bleu', 'last', got 'best'"):
+        train(tiny_model(), batches, None, quiet(select_by="best"))
+    with pytest.raises(ValueError, match="every must be a positive whole number of epochs, got 0"):
+        BleuCallback(tiny_model(), [], [], None, None, every=0)
+
+
+def test_bleu_callback_scores_lower_cased_bleu_every_nth_epoch_against_raw_references():
+    vocab = Vocab([f"s{i}" for i in range(VOCAB - 4)])
+    src, _, tgt_out = copy_batches(1, 8, seed=1)[0]
+    sentences = [vocab.decode(row) for row in src.tolist()]
+    references = [" ".join(vocab.decode(row)).upper() for row in tgt_out.tolist()]  # raw lines, other case
+    model = tiny_model()
+    history = train(model, copy_batches(20, 32, seed=0), None, quiet(epochs=4),
+                    callbacks=[BleuCallback(model, sentences, references, vocab, vocab, every=2)])
+    assert [("valid_bleu_lc" in h) for h in history] == [False, True, False, True]
+    assert history[-1]["valid_bleu_lc"] > 50.0 > history[-1]["valid_bleu"]  # only the case differs
+
+
+def test_resuming_keeps_the_epoch_the_rule_chose_before_the_interruption(tmp_path):
+    vocab = Vocab([f"s{i}" for i in range(VOCAB - 4)])
+    scores = {1: 10.0, 2: 30.0, 3: 20.0, 4: 5.0}
+    data, valid = copy_batches(5, 16, seed=0), copy_batches(1, 16, seed=1)
+
+    def run(epochs, resume_from=None, **paths):
+        model = tiny_model()
+        scripted = ScriptedBleu(model, scores)
+        train(model, data, valid, quiet(epochs=epochs, select_by="bleu", **paths), [scripted], vocab, vocab,
+              resume_from=resume_from)
+        return model, scripted
+
+    whole, scripted = run(4)
+    paths = {"best_checkpoint": str(tmp_path / "best.pt"), "last_checkpoint": str(tmp_path / "last.pt")}
+    run(3, **paths)  # interrupted after epoch 3: epoch 2 is the best so far
+    resumed, _ = run(4, resume_from=paths["last_checkpoint"], **paths)
+    assert same_weights(whole, scripted.states[2]) and same_weights(resumed, scripted.states[2])

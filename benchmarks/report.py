@@ -632,7 +632,7 @@ def checkpoint_sentence(pipelines: dict[str, list[dict]], checks: list[dict] | N
         text += (f" (seed{'s' if len(earlier) > 1 else ''} {', '.join(map(str, earlier))}: an earlier epoch, "
                  "whose test figure the benchmark did not score)")
     text += ("; `--keep last` keeps the last epoch, the benchmark's checkpoint on every seed; `--keep loss` keeps "
-             "the lowest validation loss, which with label smoothing bottoms out earlier.")
+             "the lowest validation loss, which with label smoothing can bottom out epochs before BLEU peaks.")
     for check in (c for c in checks or [] if c.get("complete") and c["seed"] in by_seed):
         bench, test = by_seed[check["seed"]]["epochs"][-1], check["test"]
         beam = int(check["flags"][check["flags"].index("--beam") + 1]) if "--beam" in check["flags"] else 4

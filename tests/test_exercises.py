@@ -1,5 +1,7 @@
 """The exercise framework: checkers pass right answers, fail wrong ones with specifics, and report unattempted ones."""
 
+import inspect
+
 import torch
 
 from course_lib.exercises import check_answer, check_function, describe_difference
@@ -44,3 +46,15 @@ def test_check_answer_values():
     assert "second entry is wrong" in check_answer("00.5", (2, 5, 3), (2, 4, 3), quiet=True).message
     assert "expected a tuple of 3 entries, got 2" in check_answer("00.5", (2, 4), (2, 4, 3), quiet=True).message
     assert check_answer("00.4", 0.1251, 0.125, quiet=True) and not check_answer("00.4", 0.2, 0.125, quiet=True)
+
+
+def test_every_exercise_is_declared_once_with_its_number_points_and_kind():
+    from course_lib.exercises import EXERCISES, FUNCTION, VALUE, load_all
+    from course_lib.exercises.nb04 import check_attention_by_hand
+
+    declared = load_all()
+    assert declared is EXERCISES and len(declared) == 45
+    assert all(e.kind in (FUNCTION, VALUE) and e.points >= 1 and e.name.startswith("check_") for e in declared.values())
+    assert declared["04.3"] is check_attention_by_hand
+    assert (check_attention_by_hand.module, check_attention_by_hand.points) == ("nb04", 3)
+    assert list(inspect.signature(check_attention_by_hand).parameters) == ["student_fn", "quiet"]

@@ -5,7 +5,8 @@
   message never contains the expected value in any of its usual spellings.
 * Function exercises: a function that raises ``NotImplementedError`` is "not attempted" and one that
   crashes fails with the exception named (both through the shared ``call_student``).
-* Every ``check_*`` of ``nb00`` ... ``nb14`` is in one of the two tables, so a new checker cannot skip this.
+* Every ``check_*`` of ``nb00`` ... ``nb14`` is declared with ``@exercise`` and is in one of the two tables, so a
+  new checker cannot skip this.
 The per-notebook files ``test_exercises_nbNN.py`` test the right answers and the recognised mistakes of
 the function exercises.
 """
@@ -18,7 +19,7 @@ import math
 
 import pytest
 
-from course_lib.exercises import NOT_ATTEMPTED, PASSED, call_student
+from course_lib.exercises import NOT_ATTEMPTED, PASSED, Exercise, call_student
 
 MODULES = [importlib.import_module(f"course_lib.exercises.nb{n:02d}") for n in range(15)]
 
@@ -166,9 +167,12 @@ def _spellings(value) -> list[str]:
 
 def test_every_checker_is_covered_by_the_policy_tables():
     found = {f"{m.__name__.rsplit('.', 1)[1]}.{name}" for m in MODULES
-             for name, fn in inspect.getmembers(m, inspect.isfunction)
-             if name.startswith("check_") and fn.__module__ == m.__name__}
+             for name, declared in inspect.getmembers(m, lambda obj: isinstance(obj, Exercise))
+             if declared.__module__ == m.__name__}
     covered = set(VALUE_CHECKERS) | set(FUNCTION_CHECKERS) | MODEL_CHECKERS
+    undeclared = [f"{m.__name__}.{name}" for m in MODULES for name, fn in inspect.getmembers(m, inspect.isfunction)
+                  if name.startswith("check_") and fn.__module__ == m.__name__]
+    assert not undeclared, f"declare these with @exercise(...): {undeclared}"
     assert found == covered, f"not in a table: {sorted(found - covered)}; gone: {sorted(covered - found)}"
 
 

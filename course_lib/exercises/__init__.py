@@ -22,17 +22,32 @@ Feedback policy (the same for every checker, tested in ``tests/test_exercises_po
   the function, not that value;
 * a function that still raises ``NotImplementedError`` (or a value left as ``None``) is "not attempted";
   a function that crashes fails with the case and the exception. :func:`call_student` does both.
+
+An exercise is declared once, where its checker is written: :func:`exercise` turns the check function
+into an :class:`Exercise` holding the number, the points and the kind of answer, and hands itself to the
+function as its first argument, so the number is typed only in the declaration::
+
+    @exercise("04.1", points=1, kind=VALUE)
+    def check_dot_product_variance(ex, answer, quiet: bool = False):
+        return ex.check_answer(answer, 64.0, hint=..., quiet=quiet)
+
+The notebook calls ``check_dot_product_variance(answer)`` as before; the hidden test that grades it
+(``instructor/hidden_tests/nb04.py``) names this object. A wrong answer that a known mistake explains
+gets that mistake's hint through :func:`known_mistake`, the one loop over a list of known mistakes.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+import functools
+import inspect
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import torch
 
 PASSED, FAILED, NOT_ATTEMPTED = "passed", "failed", "not attempted"
+FUNCTION, VALUE = "function", "value"  # the kinds of answer: code graded on hidden inputs, or one value
 
 
 @dataclass(frozen=True)
@@ -237,3 +252,109 @@ def check_answer(exercise: str, answer: Any, expected: Any, hint: str = "", atol
     if difference:
         return report(exercise, FAILED, f"{difference}. {hint}".strip(), quiet)
     return report(exercise, PASSED, "correct.", quiet)
+
+
+def known_mistake(mistakes: Iterable[tuple[str, Any]], matches: Callable[[Any], bool],
+                  tolerate: tuple[type[BaseException], ...] = ()) -> str | None:
+    """The message of the first known mistake that explains the student's answer, or None.
+
+    Every checker that recognises mistakes goes through this loop: it lists the mistakes as
+    ``(message, wrong)`` pairs and says how to recognise one.
+
+    Args:
+        mistakes: ``(message, wrong)`` pairs in the order to try them; ``wrong`` is whatever ``matches`` takes
+            (usually a function computing what that mistake returns).
+        matches: ``matches(wrong)`` is True when the student's answer is what that mistake gives.
+        tolerate: exceptions raised by ``matches`` that mean "not this mistake" (e.g. a mistake whose shapes
+            only fit some cases).
+    """
+    for message, wrong in mistakes:
+        try:
+            if matches(wrong):
+                return message
+        except tolerate:
+            continue
+    return None
+
+
+class Exercise:
+    """One exercise, declared once with :func:`exercise`: its number, points, kind and checker.
+
+    Calling it runs the checker (``check_encode(encode)`` in the notebook); the checker receives this
+    object first and reports through it, so its number is written nowhere else.
+
+    Attributes:
+        id: the exercise number shown to students, e.g. ``"04.3"``.
+        points: points the exercise is worth when graded.
+        kind: :data:`FUNCTION` (code, graded on hidden inputs) or :data:`VALUE` (one right value).
+        check: the check function, ``check(exercise, *answers, quiet=False)``.
+        module: the checker module's short name, e.g. ``"nb04"``.
+        name: the checker's name as notebooks call it, e.g. ``"check_attention_by_hand"``.
+    """
+
+    def __init__(self, id: str, check: Callable[..., CheckResult], points: int, kind: str = FUNCTION):
+        if kind not in (FUNCTION, VALUE):
+            raise ValueError(f"exercise {id}: kind must be {FUNCTION!r} or {VALUE!r}, got {kind!r}")
+        self.id, self.check, self.points, self.kind = id, check, points, kind
+        self.module = check.__module__.rsplit(".", 1)[-1]
+        self.name = check.__name__
+        functools.update_wrapper(self, check)
+        parameters = list(inspect.signature(check).parameters.values())[1:]  # without the exercise itself
+        self.__signature__ = inspect.Signature(parameters)
+
+    def __call__(self, *args: Any, **kwargs: Any) -> CheckResult:
+        return self.check(self, *args, **kwargs)
+
+    def __repr__(self) -> str:
+        return f"<exercise {self.id}: {self.module}.{self.name}, {self.points} point(s), {self.kind}>"
+
+    # The shared helpers, with this exercise's number filled in.
+    def report(self, status: str, message: str, quiet: bool = False) -> CheckResult:
+        return report(self.id, status, message, quiet)
+
+    def not_attempted(self, what: str = "replace `raise NotImplementedError` with your code", quiet=False):
+        return not_attempted(self.id, what, quiet)
+
+    def call_student(self, student_fn: Callable, args: tuple = (), **options: Any) -> tuple[Any, CheckResult | None]:
+        return call_student(self.id, student_fn, args, **options)
+
+    def check_answer(self, answer: Any, expected: Any, **options: Any) -> CheckResult:
+        return check_answer(self.id, answer, expected, **options)
+
+    def check_function(self, student_fn: Callable, reference_fn: Callable, cases, **options: Any) -> CheckResult:
+        return check_function(self.id, student_fn, reference_fn, cases, **options)
+
+
+EXERCISES: dict[str, Exercise] = {}  # exercise number -> its declaration, filled as nb00 ... nb14 are imported
+
+
+def exercise(id: str, points: int, kind: str = FUNCTION) -> Callable[[Callable[..., CheckResult]], Exercise]:
+    """Declare an exercise: decorate its check function, which becomes the :class:`Exercise`.
+
+    Args:
+        id: the exercise number, e.g. ``"04.3"`` (written here and nowhere else).
+        points: points for a right answer when the exercise is graded.
+        kind: :data:`FUNCTION` or :data:`VALUE`.
+    """
+
+    def declare(check: Callable[..., CheckResult]) -> Exercise:
+        declared = Exercise(id, check, points, kind)
+        previous = EXERCISES.get(id)
+        if previous is not None and (previous.module, previous.name) != (declared.module, declared.name):
+            raise ValueError(f"exercise {id} is declared twice: {previous.module}.{previous.name} and "
+                             f"{declared.module}.{declared.name}")
+        EXERCISES[id] = declared
+        return declared
+
+    return declare
+
+
+def load_all() -> dict[str, Exercise]:
+    """Import every checker module (``nb00`` ... ) and return :data:`EXERCISES`."""
+    import importlib
+    import pkgutil
+
+    for info in pkgutil.iter_modules(__path__):
+        if info.name.startswith("nb"):
+            importlib.import_module(f"{__name__}.{info.name}")
+    return EXERCISES

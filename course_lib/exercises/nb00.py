@@ -8,7 +8,7 @@
 
 from __future__ import annotations
 
-from course_lib.exercises import FAILED, PASSED, call_student, check_answer, report
+from course_lib.exercises import FAILED, PASSED, VALUE, exercise
 
 HEAD_SHAPE_QUESTION = {"batch": 32, "seq": 20, "d_model": 128, "n_heads": 8}
 
@@ -32,12 +32,13 @@ def _head_shape_hint(answer: tuple) -> str:
     return known.get(tuple(answer), "Heads are (batch, n_heads, seq, d_head) with d_head = d_model // n_heads.")
 
 
-def check_head_shape(answer, quiet: bool = False):
-    """00.1: shape of the heads tensor for batch 32, seq 20, d_model 128, n_heads 8."""
+@exercise("00.1", points=1, kind=VALUE)
+def check_head_shape(ex, answer, quiet: bool = False):
+    """Shape of the heads tensor for batch 32, seq 20, d_model 128, n_heads 8."""
     if answer is not None and not isinstance(answer, tuple):
-        return report("00.1", FAILED, f"expected a tuple such as (1, 2, 3, 4), got {type(answer).__name__}", quiet)
+        return ex.report(FAILED, f"expected a tuple such as (1, 2, 3, 4), got {type(answer).__name__}", quiet)
     hint = _head_shape_hint(answer) if answer is not None else ""
-    return check_answer("00.1", answer, _expected_head_shape(), hint=hint, quiet=quiet)
+    return ex.check_answer(answer, _expected_head_shape(), hint=hint, quiet=quiet)
 
 
 def _reference_longest(pairs, tokenizer):
@@ -64,8 +65,9 @@ def _longest_mistake(got, pairs, tokenizer) -> str:
     return " Count the tokens of every German sentence with tokenizer(sentence) and keep one with the most."
 
 
-def check_longest_sentence(student_fn, quiet: bool = False):
-    """00.2: ``longest_sentence(pairs, tokenizer)`` returns the German sentence with the most tokens."""
+@exercise("00.2", points=2)
+def check_longest_sentence(ex, student_fn, quiet: bool = False):
+    """``longest_sentence(pairs, tokenizer)`` returns the German sentence with the most tokens."""
     from course_lib.data import load_toy_corpus
     from course_lib.tokenization import Tokenizer
 
@@ -79,11 +81,11 @@ def check_longest_sentence(student_fn, quiet: bool = False):
         ("the first 500 training pairs", load_toy_corpus("train")[:500]),
     ]
     for description, pairs in cases:
-        got, verdict = call_student("00.2", student_fn, (list(pairs), tokenizer), case=description, quiet=quiet)
+        got, verdict = ex.call_student(student_fn, (list(pairs), tokenizer), case=description, quiet=quiet)
         if verdict is not None:
             return verdict
         if got != _reference_longest(pairs, tokenizer):
-            return report("00.2", FAILED, f"on case '{description}': your function returned {got!r}, which is not "
+            return ex.report(FAILED, f"on case '{description}': your function returned {got!r}, which is not "
                                           f"the first German sentence with the most tokens."
                                           f"{_longest_mistake(got, pairs, tokenizer)}", quiet)
-    return report("00.2", PASSED, f"all {len(cases)} cases agree with the reference.", quiet)
+    return ex.report(PASSED, f"all {len(cases)} cases agree with the reference.", quiet)

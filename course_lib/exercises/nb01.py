@@ -3,7 +3,7 @@ the empty-string special-token bug, and one BPE merge step."""
 
 from __future__ import annotations
 
-from course_lib.exercises import FAILED, PASSED, call_student, check_answer, not_attempted, report
+from course_lib.exercises import FAILED, PASSED, VALUE, exercise
 
 SPECIAL_TOKENS = ("<pad>", "<bos>", "<eos>", "<unk>")
 
@@ -21,8 +21,9 @@ def _small_stoi(words):
     return {tok: i for i, tok in enumerate(itos)}
 
 
-def check_encode(student_fn, quiet: bool = False):
-    """01.1: ``encode(tokens, stoi)`` -> ``[<bos>] + ids + [<eos>]`` with unknown tokens mapped to ``<unk>``."""
+@exercise("01.1", points=2)
+def check_encode(ex, student_fn, quiet: bool = False):
+    """``encode(tokens, stoi)`` -> ``[<bos>] + ids + [<eos>]`` with unknown tokens mapped to ``<unk>``."""
     stoi = _small_stoi(["der", "Hund", ".", "die", "Katze", "sieht", "den", "Ball"])
     cases = [
         ("all tokens known", (["der", "Hund", "sieht", "die", "Katze", "."], stoi)),
@@ -33,14 +34,14 @@ def check_encode(student_fn, quiet: bool = False):
         ("another vocabulary (ids depend on stoi)", (["b", "a", "z"], _small_stoi(["a", "b"]))),
     ]
     for description, (tokens, table) in cases:
-        got, verdict = call_student("01.1", student_fn, (list(tokens), dict(table)),
+        got, verdict = ex.call_student(student_fn, (list(tokens), dict(table)),
                                     case=description,
                                     who=f"your function (tokens {tokens})", quiet=quiet)
         if verdict is not None:
             return verdict
         expected = _reference_encode(tokens, table)
         if isinstance(got, tuple) or not isinstance(got, list):
-            return report("01.1", FAILED, f"on case '{description}': return a list of ints, got {type(got).__name__}", quiet)
+            return ex.report(FAILED, f"on case '{description}': return a list of ints, got {type(got).__name__}", quiet)
         if got != expected:
             hint = ""
             if got == expected[1:-1]:
@@ -49,9 +50,9 @@ def check_encode(student_fn, quiet: bool = False):
                 hint = " The first id must be stoi['<bos>'] and the last stoi['<eos>']."
             elif len(got) == len(expected):
                 hint = " Unknown tokens must become stoi['<unk>'] (use stoi.get(token, unk_id))."
-            return report("01.1", FAILED, f"on case '{description}' (tokens {tokens}): expected {expected}, "
+            return ex.report(FAILED, f"on case '{description}' (tokens {tokens}): expected {expected}, "
                                           f"got {got}.{hint}", quiet)
-    return report("01.1", PASSED, f"all {len(cases)} cases agree with the reference.", quiet)
+    return ex.report(PASSED, f"all {len(cases)} cases agree with the reference.", quiet)
 
 
 # ----------------------------------------------------------------------------------------------
@@ -76,10 +77,11 @@ def expected_unk_count() -> int:
     return sum(counts[tok] < UNK_MIN_FREQ for tok in UNK_SENTENCE)
 
 
-def check_unk_count(answer, quiet: bool = False):
-    """01.2: how many ``<unk>`` does the sentence get (vocabulary with min_freq=2)?"""
+@exercise("01.2", points=1, kind=VALUE)
+def check_unk_count(ex, answer, quiet: bool = False):
+    """How many ``<unk>`` does the sentence get (vocabulary with min_freq=2)?"""
     if answer is not None and (isinstance(answer, bool) or not isinstance(answer, int)):
-        return report("01.2", FAILED, f"expected a whole number, got {type(answer).__name__} {answer!r}", quiet)
+        return ex.report(FAILED, f"expected a whole number, got {type(answer).__name__} {answer!r}", quiet)
     expected = expected_unk_count()
     hint = ("Count each token of the sentence in the four training sentences: it is kept only if it occurs at "
             "least twice, and 'Der' and 'der' are different tokens.")
@@ -98,7 +100,7 @@ def check_unk_count(answer, quiet: bool = False):
             hint = "A token seen exactly twice reaches min_freq=2 and is kept; only counts below 2 become <unk>."
         elif answer == expected + 2:
             hint = "Count only the sentence's own tokens: <bos> and <eos> are in every vocabulary, never <unk>."
-    return check_answer("01.2", answer, expected, hint=hint, quiet=quiet)
+    return ex.check_answer(answer, expected, hint=hint, quiet=quiet)
 
 
 # ----------------------------------------------------------------------------------------------
@@ -113,35 +115,37 @@ def expected_buggy_ids() -> list[int]:
     return [stoi[tok] for tok in [bos, "der", "Hund", eos, pad]]
 
 
-def check_buggy_ids(answer, quiet: bool = False):
-    """01.3: predict the ids the buggy vocabulary gives to ``[BOS, "der", "Hund", EOS, PAD]``."""
+@exercise("01.3", points=1, kind=VALUE)
+def check_buggy_ids(ex, answer, quiet: bool = False):
+    """Predict the ids the buggy vocabulary gives to ``[BOS, "der", "Hund", EOS, PAD]``."""
     expected = expected_buggy_ids()
     if answer is None:
-        return not_attempted("01.3", "set your answer instead of `None`", quiet)
+        return ex.not_attempted("set your answer instead of `None`", quiet)
     if not isinstance(answer, list) or not all(isinstance(i, int) and not isinstance(i, bool) for i in answer):
-        return report("01.3", FAILED, f"expected a list of 5 ints such as [1, 4, 5, 2, 0], got {answer!r}", quiet)
+        return ex.report(FAILED, f"expected a list of 5 ints such as [1, 4, 5, 2, 0], got {answer!r}", quiet)
     if answer == [1, 4, 5, 2, 0]:
-        return report("01.3", FAILED, "[1, 4, 5, 2, 0] is what a *correct* vocabulary gives. With the bug, all "
+        return ex.report(FAILED, "[1, 4, 5, 2, 0] is what a *correct* vocabulary gives. With the bug, all "
                                       "four specials are the same string '' and the dict keeps only one entry for it: "
                                       "which id does the last assignment leave?", quiet)
     hint = "A dict has one entry per key; building it left to right, a later id for the same key overwrites an earlier one."
     if answer == [0, 4, 5, 0, 0]:
         hint = ("All four specials are the same key ''; the dict comprehension assigns it 0, 1, 2 and then 3: "
                 "which assignment is left at the end?")
-    result = check_answer("01.3", answer, expected, hint=hint, quiet=True)
+    result = ex.check_answer(answer, expected, hint=hint, quiet=True)
     if result:
         message = ("correct: <bos>, <eos> and <pad> all became id 3, the same as <unk>. The model could not tell "
                    "where a sentence starts or ends, and decoding could never stop at <eos>.")
-        return report("01.3", PASSED, message, quiet)
-    return report("01.3", result.status, result.message, quiet)
+        return ex.report(PASSED, message, quiet)
+    return ex.report(result.status, result.message, quiet)
 
 
 # ----------------------------------------------------------------------------------------------
 # 01.4: one BPE merge step
 # ----------------------------------------------------------------------------------------------
 
-def check_merge_pair(student_fn, quiet: bool = False):
-    """01.4: ``merge_pair(word_symbols, pair)`` replaces every occurrence of ``pair``, left to right, no overlaps."""
+@exercise("01.4", points=2)
+def check_merge_pair(ex, student_fn, quiet: bool = False):
+    """``merge_pair(word_symbols, pair)`` replaces every occurrence of ``pair``, left to right, no overlaps."""
     from course_lib.bpe import merge_pair
 
     cases = [
@@ -155,7 +159,7 @@ def check_merge_pair(student_fn, quiet: bool = False):
         ("a single symbol", (("x</w>",), ("x", "</w>"))),
     ]
     for description, (symbols, pair) in cases:
-        got, verdict = call_student("01.4", student_fn, (tuple(symbols), tuple(pair)), case=description,
+        got, verdict = ex.call_student(student_fn, (tuple(symbols), tuple(pair)), case=description,
                                     who=f"merge_pair({symbols}, {pair})", quiet=quiet)
         if verdict is not None:
             return verdict
@@ -163,9 +167,9 @@ def check_merge_pair(student_fn, quiet: bool = False):
         if isinstance(got, list):
             got = tuple(got)
         if got != expected:
-            return report("01.4", FAILED, f"on case '{description}': merge_pair({symbols}, {pair}) should be "
+            return ex.report(FAILED, f"on case '{description}': merge_pair({symbols}, {pair}) should be "
                                           f"{expected}, got {got!r}", quiet)
-    return report("01.4", PASSED, f"all {len(cases)} cases agree with course_lib.bpe.merge_pair.", quiet)
+    return ex.report(PASSED, f"all {len(cases)} cases agree with course_lib.bpe.merge_pair.", quiet)
 
 
 __all__ = [

@@ -8,7 +8,7 @@ import math
 import torch
 from torch import nn
 
-from course_lib.exercises import FAILED, PASSED, call_student, describe_difference, not_attempted, report
+from course_lib.exercises import FAILED, PASSED, VALUE, describe_difference, exercise
 
 # ----------------------------------------------------------------------------------------------
 # 02.1: embedding lookup as a one-hot matrix product
@@ -31,21 +31,22 @@ def _cases_02_1():
     ]
 
 
-def check_one_hot_embed(student_fn, quiet: bool = False):
-    """02.1: ``embed_via_one_hot(ids, weight)`` equals ``weight[ids]``, shape ``(batch, seq, d_model)``."""
+@exercise("02.1", points=2)
+def check_one_hot_embed(ex, student_fn, quiet: bool = False):
+    """``embed_via_one_hot(ids, weight)`` equals ``weight[ids]``, shape ``(batch, seq, d_model)``."""
     for description, (ids, weight) in _cases_02_1():
-        got, verdict = call_student("02.1", student_fn, (ids.clone(), weight.clone()), case=description,
+        got, verdict = ex.call_student(student_fn, (ids.clone(), weight.clone()), case=description,
                                     who=f"your function (ids shape {tuple(ids.shape)}, weight shape "
                                         f"{tuple(weight.shape)})", quiet=quiet)
         if verdict is not None:
             return verdict
         if isinstance(got, torch.Tensor) and got.dtype in (torch.bool, torch.int64, torch.int32):
-            return report("02.1", FAILED, f"on case '{description}': the result has dtype {got.dtype}; turn the one-hot "
+            return ex.report(FAILED, f"on case '{description}': the result has dtype {got.dtype}; turn the one-hot "
                                           "matrix into floats (.float() or .to(weight.dtype)) before the product", quiet)
         difference = describe_difference(got, _reference_one_hot_embed(ids, weight), atol=1e-6)
         if difference:
-            return report("02.1", FAILED, f"on case '{description}': {difference}.", quiet)
-    return report("02.1", PASSED, f"all {len(_cases_02_1())} cases equal the lookup weight[ids].", quiet)
+            return ex.report(FAILED, f"on case '{description}': {difference}.", quiet)
+    return ex.report(PASSED, f"all {len(_cases_02_1())} cases equal the lookup weight[ids].", quiet)
 
 
 # ----------------------------------------------------------------------------------------------
@@ -63,8 +64,9 @@ def _make_student_module(student_cls, vocab_size: int, d_model: int, weight: tor
     return module
 
 
-def check_scaled_embedding(student_cls, quiet: bool = False):
-    """02.2: ``ScaledEmbedding(vocab_size, d_model)(ids)`` must be ``embedding(ids) * sqrt(d_model)`` for every length."""
+@exercise("02.2", points=2)
+def check_scaled_embedding(ex, student_cls, quiet: bool = False):
+    """``ScaledEmbedding(vocab_size, d_model)(ids)`` must be ``embedding(ids) * sqrt(d_model)`` for every length."""
     generator = torch.Generator().manual_seed(3)
     cases = [  # (description, vocab_size, d_model, seq_len); the first hides the bug on purpose
         ("seq_len 16 = d_model 16", 30, 16, 16),
@@ -79,26 +81,26 @@ def check_scaled_embedding(student_cls, quiet: bool = False):
         def build_and_run(vocab_size=vocab_size, d_model=d_model, weight=weight, ids=ids):
             return _make_student_module(student_cls, vocab_size, d_model, weight)(ids)
 
-        got, verdict = call_student("02.2", build_and_run, case=description, who="your module",
+        got, verdict = ex.call_student(build_and_run, case=description, who="your module",
                                     todo="delete the `raise NotImplementedError` line, fix the bug", quiet=quiet)
         if verdict is not None:
             return verdict
         expected = weight[ids] * math.sqrt(d_model)
         if not isinstance(got, torch.Tensor) or tuple(got.shape) != tuple(expected.shape):
-            return report("02.2", FAILED, f"on case '{description}': {describe_difference(got, expected)}.", quiet)
+            return ex.report(FAILED, f"on case '{description}': {describe_difference(got, expected)}.", quiet)
         if torch.allclose(got, weight[ids] * math.sqrt(seq_len), atol=1e-5) and seq_len != d_model:
-            return report("02.2", FAILED, f"on case '{description}': the output is still scaled by sqrt(seq_len) = "
+            return ex.report(FAILED, f"on case '{description}': the output is still scaled by sqrt(seq_len) = "
                                           f"{math.sqrt(seq_len):.3f} instead of sqrt(d_model) = {math.sqrt(d_model):.3f}. "
                                           "x.size(-1) of the id tensor x is the sequence length, not the model width. "
                                           "(With seq_len = d_model the bug is invisible, which is how it slipped through.)",
                           quiet)
         if torch.allclose(got, weight[ids], atol=1e-5):
-            return report("02.2", FAILED, f"on case '{description}': the output is not scaled at all; multiply by "
+            return ex.report(FAILED, f"on case '{description}': the output is not scaled at all; multiply by "
                                           f"sqrt(d_model) = {math.sqrt(d_model):.3f}.", quiet)
         difference = describe_difference(got, expected, atol=1e-4)
         if difference:
-            return report("02.2", FAILED, f"on case '{description}': {difference}.", quiet)
-    return report("02.2", PASSED, f"all {len(cases)} cases scale by sqrt(d_model), whatever the sentence length.", quiet)
+            return ex.report(FAILED, f"on case '{description}': {difference}.", quiet)
+    return ex.report(PASSED, f"all {len(cases)} cases scale by sqrt(d_model), whatever the sentence length.", quiet)
 
 
 # ----------------------------------------------------------------------------------------------
@@ -113,14 +115,15 @@ def expected_norms(d_model: int = NORM_D_MODEL) -> tuple[float, float, float]:
     return float(d_model), math.sqrt(d_model), math.sqrt(d_model / 2)
 
 
-def check_norms(answer, quiet: bool = False):
-    """02.3: the typical length of a scaled token vector under both inits and of a positional-encoding vector."""
+@exercise("02.3", points=1, kind=VALUE)
+def check_norms(ex, answer, quiet: bool = False):
+    """The typical length of a scaled token vector under both inits and of a positional-encoding vector."""
     if answer is None:
-        return not_attempted("02.3", "set your answer instead of `None`", quiet)
+        return ex.not_attempted("set your answer instead of `None`", quiet)
     names = ("(a) N(0, 1) init", "(b) course init", "(c) positional encoding")
     if (not isinstance(answer, (tuple, list)) or len(answer) != 3
             or not all(isinstance(x, (int, float)) and not isinstance(x, bool) for x in answer)):
-        return report("02.3", FAILED, f"expected three numbers (a, b, c), got {answer!r}", quiet)
+        return ex.report(FAILED, f"expected three numbers (a, b, c), got {answer!r}", quiet)
     expected = expected_norms()
     d = NORM_D_MODEL
     hints = (
@@ -143,8 +146,8 @@ def check_norms(answer, quiet: bool = False):
             for (part, value), why in swapped.items():
                 if part == index and abs(got - value) <= 0.02 * value:
                     hint = f"It looks like {why}"
-            return report("02.3", FAILED, f"{name}: {got:.2f} is not right. {hint}", quiet)
-    return report("02.3", PASSED, f"correct: {expected[0]:.0f}, {expected[1]:.0f} and {expected[2]:.2f}. With the default "
+            return ex.report(FAILED, f"{name}: {got:.2f} is not right. {hint}", quiet)
+    return ex.report(PASSED, f"correct: {expected[0]:.0f}, {expected[1]:.0f} and {expected[2]:.2f}. With the default "
                                   f"init the tokens are {expected[0] / expected[2]:.0f}x longer than the positions.", quiet)
 
 

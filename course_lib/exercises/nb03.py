@@ -17,7 +17,7 @@ import math
 
 import torch
 
-from course_lib.exercises import FAILED, PASSED, call_student, check_answer, describe_difference, report
+from course_lib.exercises import FAILED, PASSED, VALUE, describe_difference, exercise
 
 
 def _table(positions: torch.Tensor, d_model: int, exponent_sin=None, exponent_cos=None, layout="interleaved"):
@@ -99,21 +99,22 @@ def _diagnose(got: torch.Tensor, positions: torch.Tensor, d_model: int) -> str:
     return ""
 
 
-def _check_tables(exercise: str, call, cases, quiet: bool):
+def _check_tables(ex, call, cases, quiet: bool):
     """``cases``: (description, args, positions, d_model); ``call(*args)`` is the student's table."""
     for description, args, positions, d_model in cases:
-        got, verdict = call_student(exercise, call, args, case=description, quiet=quiet)
+        got, verdict = ex.call_student(call, args, case=description, quiet=quiet)
         if verdict is not None:
             return verdict
         expected = reference_encode_positions(positions, d_model)
         difference = describe_difference(got, expected, atol=1e-4)
         if difference:
-            return report(exercise, FAILED, f"on case '{description}': {difference}.{_diagnose(got, positions, d_model)}", quiet)
-    return report(exercise, PASSED, f"all {len(cases)} cases agree with the reference.", quiet)
+            return ex.report(FAILED, f"on case '{description}': {difference}.{_diagnose(got, positions, d_model)}", quiet)
+    return ex.report(PASSED, f"all {len(cases)} cases agree with the reference.", quiet)
 
 
-def check_encode_positions(student_fn, quiet: bool = False):
-    """03.2: ``encode_positions(positions, d_model)`` -> ``(len(positions), d_model)`` sinusoidal vectors."""
+@exercise("03.2", points=2)
+def check_encode_positions(ex, student_fn, quiet: bool = False):
+    """``encode_positions(positions, d_model)`` -> ``(len(positions), d_model)`` sinusoidal vectors."""
     cases = []
     for description, positions, d_model in [
         ("positions 0..9, d_model=4", torch.arange(10), 4),
@@ -122,23 +123,25 @@ def check_encode_positions(student_fn, quiet: bool = False):
         ("the single position [5], d_model=2", torch.tensor([5]), 2),
     ]:
         cases.append((description, (positions.clone(), d_model), positions, d_model))
-    return _check_tables("03.2", student_fn, cases, quiet)
+    return _check_tables(ex, student_fn, cases, quiet)
 
 
-def check_fixed_table(student_fn, quiet: bool = False):
-    """03.1: ``fixed_table(max_len, d_model)`` -> the correct ``(max_len, d_model)`` table."""
+@exercise("03.1", points=2)
+def check_fixed_table(ex, student_fn, quiet: bool = False):
+    """``fixed_table(max_len, d_model)`` -> the correct ``(max_len, d_model)`` table."""
     cases = [
         (f"max_len={max_len}, d_model={d_model}", (max_len, d_model), torch.arange(max_len), d_model)
         for max_len, d_model in [(10, 4), (30, 16), (50, 64)]
     ]
-    return _check_tables("03.1", student_fn, cases, quiet)
+    return _check_tables(ex, student_fn, cases, quiet)
 
 
 WAVELENGTH_D_MODEL, WAVELENGTH_PAIR = 64, 8
 
 
-def check_wavelength(answer, quiet: bool = False):
-    """03.3: positions per full wave of pair i = 8 (dimensions 16 and 17) when d_model = 64."""
+@exercise("03.3", points=1, kind=VALUE)
+def check_wavelength(ex, answer, quiet: bool = False):
+    """Positions per full wave of pair i = 8 (dimensions 16 and 17) when d_model = 64."""
     expected = 2 * math.pi * 10000 ** (2 * WAVELENGTH_PAIR / WAVELENGTH_D_MODEL)  # 2π · 10 ≈ 62.83
     hint = ("The angle of pair i grows by ω_i = 1 / 10000^(2i / d_model) per position, and one full wave is "
             "an angle of 2π, so the wave length is 2π / ω_i.")
@@ -152,4 +155,4 @@ def check_wavelength(answer, quiet: bool = False):
             hint = "0.1 is the frequency ω_i (radians per position); the wave length is 2π / ω_i."
         elif math.isclose(answer, 2 * math.pi * 100, rel_tol=1e-3):
             hint = "That is the double-counting bug: with i = 8 the exponent is 2·8/64 = 1/4, not 2·16/64."
-    return check_answer("03.3", answer, expected, hint=hint, atol=0.01 * expected, quiet=quiet)
+    return ex.check_answer(answer, expected, hint=hint, atol=0.01 * expected, quiet=quiet)

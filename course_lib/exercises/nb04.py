@@ -17,15 +17,16 @@ import math
 import torch
 
 from course_lib.attention import scaled_dot_product_attention
-from course_lib.exercises import FAILED, check_answer, check_function, describe_difference, report
+from course_lib.exercises import FAILED, VALUE, describe_difference, exercise
 
 # ---------------------------------------------------------------------------------------------
 # 04.1
 # ---------------------------------------------------------------------------------------------
 
 
-def check_dot_product_variance(answer, quiet: bool = False):
-    """04.1: Var(q · k) for q, k with d_k = 64 independent N(0, 1) entries, without scaling."""
+@exercise("04.1", points=1, kind=VALUE)
+def check_dot_product_variance(ex, answer, quiet: bool = False):
+    """Var(q · k) for q, k with d_k = 64 independent N(0, 1) entries, without scaling."""
     if isinstance(answer, torch.Tensor) and answer.numel() == 1:
         answer = float(answer)
     hint = ("q · k is a sum of d_k products q_j k_j; each product has mean 0 and variance "
@@ -38,7 +39,7 @@ def check_dot_product_variance(answer, quiet: bool = False):
             hint = "1 is the variance *after* dividing by √d_k; the question asks about the unscaled dot product."
         elif math.isclose(answer, 4096.0, abs_tol=1.0):
             hint = "4096 = d_k²: the variances of the d_k independent products add up, they are not multiplied."
-    return check_answer("04.1", answer, 64.0, hint=hint, atol=0.5, quiet=quiet)
+    return ex.check_answer(answer, 64.0, hint=hint, atol=0.5, quiet=quiet)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -54,12 +55,13 @@ def _which_key_scores() -> dict[str, float]:
     return {token: q[0] * key[0] + q[1] * key[1] for token, key in WHICH_KEY_KEYS.items()}
 
 
-def check_most_attended_key(answer, quiet: bool = False):
-    """04.2: the token whose key gets the largest attention weight from the query (1, 2)."""
+@exercise("04.2", points=1, kind=VALUE)
+def check_most_attended_key(ex, answer, quiet: bool = False):
+    """The token whose key gets the largest attention weight from the query (1, 2)."""
     scores = _which_key_scores()
     expected = max(scores, key=scores.get)
     if answer is not None and not isinstance(answer, str):
-        return report("04.2", FAILED, f"answer with the token as a string, e.g. \"Hund\", got {type(answer).__name__}", quiet)
+        return ex.report(FAILED, f"answer with the token as a string, e.g. \"Hund\", got {type(answer).__name__}", quiet)
     hint = ""
     if isinstance(answer, str):
         answer = answer.strip()
@@ -70,7 +72,7 @@ def check_most_attended_key(answer, quiet: bool = False):
             hint = f"{answer} scores {scores[answer]:g}; compute q · k for every key and take the largest."
         else:
             hint = f"Choose one of {sorted(scores)}."
-    return check_answer("04.2", answer, expected, hint=hint, quiet=quiet)
+    return ex.check_answer(answer, expected, hint=hint, quiet=quiet)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -130,10 +132,11 @@ def _diagnose(student_fn, cases) -> str:
     return ""
 
 
-def check_attention_by_hand(student_fn, quiet: bool = False):
-    """04.3: ``attention_by_hand(q, k, v, mask=None)`` equals softmax(q k^T / sqrt(d_k)) v."""
+@exercise("04.3", points=3)
+def check_attention_by_hand(ex, student_fn, quiet: bool = False):
+    """``attention_by_hand(q, k, v, mask=None)`` equals softmax(q k^T / sqrt(d_k)) v."""
     cases = _cases()
-    result = check_function("04.3", student_fn, _reference, cases, atol=1e-4, quiet=True)
+    result = ex.check_function(student_fn, _reference, cases, atol=1e-4, quiet=True)
     if result.status == FAILED:
-        return report("04.3", FAILED, result.message + _diagnose(student_fn, cases), quiet)
-    return report("04.3", result.status, result.message, quiet)
+        return ex.report(FAILED, result.message + _diagnose(student_fn, cases), quiet)
+    return ex.report(result.status, result.message, quiet)

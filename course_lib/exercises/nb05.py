@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import torch
 
-from course_lib.exercises import FAILED, PASSED, call_student, check_answer, describe_difference, not_attempted, report
+from course_lib.exercises import FAILED, PASSED, VALUE, describe_difference, exercise
 
 ATOL = 1e-5
 
@@ -79,37 +79,37 @@ def _explain(got, expected, mistakes, args) -> str:
     return difference
 
 
-def check_split_merge(split_heads, merge_heads, quiet: bool = False):
-    """05.1: sequence-first ``split_heads(x, n_heads)`` and ``merge_heads(x)`` are right and undo each other."""
-    exercise = "05.1"
+@exercise("05.1", points=3)
+def check_split_merge(ex, split_heads, merge_heads, quiet: bool = False):
+    """Sequence-first ``split_heads(x, n_heads)`` and ``merge_heads(x)`` are right and undo each other."""
     cases = _split_cases()
     todo = "replace `raise NotImplementedError` in split_heads and merge_heads"
     for description, (x, n_heads) in cases:
-        got, verdict = call_student(exercise, split_heads, (x, n_heads), case=description, who="split_heads",
+        got, verdict = ex.call_student(split_heads, (x, n_heads), case=description, who="split_heads",
                                     todo=todo, quiet=quiet)
         if verdict is not None:
             return verdict
         expected = _reference_split(x, n_heads)
         if describe_difference(got, expected, atol=ATOL):
             why = _explain(got, expected, _SPLIT_MISTAKES, (x, n_heads))
-            return report(exercise, FAILED, f"split_heads on case '{description}': {why}.", quiet)
+            return ex.report(FAILED, f"split_heads on case '{description}': {why}.", quiet)
     for description, (x, n_heads) in cases:
         # contiguous in the head layout, as the output of attention is: a permute then breaks .view
         heads = _reference_split(x, n_heads).contiguous()
-        got, verdict = call_student(exercise, merge_heads, (heads,), case=description, who="merge_heads",
+        got, verdict = ex.call_student(merge_heads, (heads,), case=description, who="merge_heads",
                                     todo=todo, quiet=True)
         if verdict is not None and verdict.status != FAILED:
-            return report(exercise, verdict.status, verdict.message, quiet)
+            return ex.report(verdict.status, verdict.message, quiet)
         if verdict is not None:
             hint = ""
             if "view" in verdict.message or "contiguous" in verdict.message:
                 hint = (" After a permute the tensor is not contiguous in memory: call .contiguous() before .view"
                         " (or use .reshape). Do NOT drop the permute to make the error go away.")
-            return report(exercise, FAILED, f"{verdict.message.rstrip('.')}.{hint}", quiet)
+            return ex.report(FAILED, f"{verdict.message.rstrip('.')}.{hint}", quiet)
         if describe_difference(got, x, atol=ATOL):
             why = _explain(got, x, _MERGE_MISTAKES, (heads,))
-            return report(exercise, FAILED, f"merge_heads on case '{description}': {why}.", quiet)
-    return report(exercise, PASSED, f"split_heads and merge_heads are right on all {len(cases)} sequence-first cases, "
+            return ex.report(FAILED, f"merge_heads on case '{description}': {why}.", quiet)
+    return ex.report(PASSED, f"split_heads and merge_heads are right on all {len(cases)} sequence-first cases, "
                   "and merge_heads(split_heads(x)) gives back x.", quiet)
 
 
@@ -118,13 +118,13 @@ def check_split_merge(split_heads, merge_heads, quiet: bool = False):
 # ----------------------------------------------------------------------------------------------
 
 
-def check_parameter_count(answer, quiet: bool = False):
-    """05.2: parameters of multi-head attention with d_model 512 and 8 heads (biases included)."""
-    exercise = "05.2"
+@exercise("05.2", points=1, kind=VALUE)
+def check_parameter_count(ex, answer, quiet: bool = False):
+    """Parameters of multi-head attention with d_model 512 and 8 heads (biases included)."""
     d, h = 512, 8
     expected = 4 * d * d + 4 * d
     if answer is not None and (isinstance(answer, bool) or not isinstance(answer, int)):
-        return report(exercise, FAILED, f"expected a whole number (int), got {type(answer).__name__}", quiet)
+        return ex.report(FAILED, f"expected a whole number (int), got {type(answer).__name__}", quiet)
     known = {
         4 * d * d: "that counts the four weight matrices but not their biases (d_model numbers each)",
         3 * d * d + 3 * d: "that is W_q, W_k and W_v; the output projection W_o has parameters too",
@@ -133,9 +133,9 @@ def check_parameter_count(answer, quiet: bool = False):
         4 * d * (d // h) + 4 * (d // h): "that is the size of one head's slice; the projections are d_model x d_model",
     }
     if answer in known:
-        return report(exercise, FAILED, f"{answer} is not right: {known[answer]}.", quiet)
+        return ex.report(FAILED, f"{answer} is not right: {known[answer]}.", quiet)
     hint = "Four nn.Linear(d_model, d_model) layers (W_q, W_k, W_v, W_o), each with a bias."
-    return check_answer(exercise, answer, expected, hint=hint, quiet=quiet)
+    return ex.check_answer(answer, expected, hint=hint, quiet=quiet)
 
 
 # ----------------------------------------------------------------------------------------------
@@ -169,25 +169,25 @@ def _mha_cases():
     return cases
 
 
-def check_fixed_multi_head_attention(student_fn, quiet: bool = False):
-    """05.3: the repaired ``multi_head_attention(x, mha)`` equals ``mha(x, x, x)``."""
-    exercise = "05.3"
+@exercise("05.3", points=2)
+def check_fixed_multi_head_attention(ex, student_fn, quiet: bool = False):
+    """The repaired ``multi_head_attention(x, mha)`` equals ``mha(x, x, x)``."""
     cases = _mha_cases()
     outputs = []
     with torch.no_grad():
         for description, x, mha in cases:
-            got, verdict = call_student(exercise, student_fn, (x, mha), case=description, quiet=quiet)
+            got, verdict = ex.call_student(student_fn, (x, mha), case=description, quiet=quiet)
             if verdict is not None:
                 return verdict
             outputs.append(got)
         if all(describe_difference(got, buggy_multi_head_attention(x, mha), atol=ATOL) is None
                for got, (_, x, mha) in zip(outputs, cases, strict=True)):
-            return not_attempted(exercise, "the function still gives the buggy output; find the line that scrambles "
+            return ex.not_attempted("the function still gives the buggy output; find the line that scrambles "
                                  "tokens, fix it", quiet)
         for got, (description, x, mha) in zip(outputs, cases, strict=True):
             difference = describe_difference(got, mha(x, x, x), atol=ATOL)
             if difference:
-                return report(exercise, FAILED, f"on case '{description}': {difference}. Compare each line with "
+                return ex.report(FAILED, f"on case '{description}': {difference}. Compare each line with "
                               "the steps of the notebook; only one line was wrong.", quiet)
-    return report(exercise, PASSED, f"all {len(cases)} cases equal course_lib's MultiHeadAttention: the heads go back "
+    return ex.report(PASSED, f"all {len(cases)} cases equal course_lib's MultiHeadAttention: the heads go back "
                   "next to each other (permute / transpose) before the reshape.", quiet)

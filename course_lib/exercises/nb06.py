@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import torch
 
-from course_lib.exercises import FAILED, PASSED, call_student, describe_difference, not_attempted, report
+from course_lib.exercises import FAILED, PASSED, VALUE, describe_difference, exercise
 from course_lib.masks import decoder_self_attention_mask, padding_mask
 
 # ----------------------------------------------------------------------------------------------
@@ -53,19 +53,20 @@ def _hint_for_decoder_mask(got, expected, tgt, pad_id) -> str:
     return ""
 
 
-def check_decoder_mask(student_fn, quiet: bool = False):
-    """06.1: ``decoder_mask(tgt, pad_id)`` returns the (batch, 1, tgt_len, tgt_len) padding AND causal mask."""
+@exercise("06.1", points=2)
+def check_decoder_mask(ex, student_fn, quiet: bool = False):
+    """``decoder_mask(tgt, pad_id)`` returns the (batch, 1, tgt_len, tgt_len) padding AND causal mask."""
     cases = _decoder_mask_cases()
     for description, (tgt, pad_id) in cases:
-        got, verdict = call_student("06.1", student_fn, (tgt.clone(), pad_id), case=description, quiet=quiet)
+        got, verdict = ex.call_student(student_fn, (tgt.clone(), pad_id), case=description, quiet=quiet)
         if verdict is not None:
             return verdict
         expected = decoder_self_attention_mask(tgt, pad_id)
         difference = describe_difference(got, expected)
         if difference:
             hint = _hint_for_decoder_mask(got, expected, tgt, pad_id)
-            return report("06.1", FAILED, f"on case '{description}': {difference}.{hint}", quiet)
-    return report("06.1", PASSED, f"all {len(cases)} cases agree with course_lib.masks.decoder_self_attention_mask.",
+            return ex.report(FAILED, f"on case '{description}': {difference}.{hint}", quiet)
+    return ex.report(PASSED, f"all {len(cases)} cases agree with course_lib.masks.decoder_self_attention_mask.",
                   quiet)
 
 
@@ -118,21 +119,22 @@ def _why(row: int, col: int) -> str:
     return f"{where} is wrong. Hint: {reason}"
 
 
-def check_picture(answer, quiet: bool = False):
-    """06.2: the cross-attention mask of the decoder input ``<bos> the dog <pad> <pad>`` over the source
+@exercise("06.2", points=1, kind=VALUE)
+def check_picture(ex, answer, quiet: bool = False):
+    """The cross-attention mask of the decoder input ``<bos> the dog <pad> <pad>`` over the source
     ``ein Hund <eos> <pad>``, as 5 rows of 4 entries 0/1."""
     if answer is None:
-        return not_attempted("06.2", "replace `None` by your 5 rows of 0/1", quiet)
+        return ex.not_attempted("replace `None` by your 5 rows of 0/1", quiet)
     matrix, error = _as_bool_matrix(answer)
     if error:
-        return report("06.2", FAILED, error, quiet)
+        return ex.report(FAILED, error, quiet)
     expected = _picture_expected()
     wrong = (matrix != expected).nonzero().tolist()
     if wrong:
         row, col = wrong[0]
-        return report("06.2", FAILED, f"{len(wrong)} of {expected.numel()} entries are wrong. The first: "
+        return ex.report(FAILED, f"{len(wrong)} of {expected.numel()} entries are wrong. The first: "
                                       f"{_why(row, col)}", quiet)
-    return report("06.2", PASSED, "all 20 entries are right: no causal part in cross-attention, and the <pad> "
+    return ex.report(PASSED, "all 20 entries are right: no causal part in cross-attention, and the <pad> "
                                   "queries still read the German words.", quiet)
 
 
@@ -150,16 +152,17 @@ def _mask_cases():
     ]
 
 
-def check_fixed_masks(student_fn, quiet: bool = False):
-    """06.3: ``fixed_masks(src, tgt, pad_id)`` returns (src_mask, tgt_mask), both True = may attend."""
+@exercise("06.3", points=2)
+def check_fixed_masks(ex, student_fn, quiet: bool = False):
+    """``fixed_masks(src, tgt, pad_id)`` returns (src_mask, tgt_mask), both True = may attend."""
     cases = _mask_cases()
     for description, (src, tgt, pad_id) in cases:
-        result, verdict = call_student("06.3", student_fn, (src.clone(), tgt.clone(), pad_id), case=description,
+        result, verdict = ex.call_student(student_fn, (src.clone(), tgt.clone(), pad_id), case=description,
                                        quiet=quiet)
         if verdict is not None:
             return verdict
         if not isinstance(result, tuple) or len(result) != 2:
-            return report("06.3", FAILED, "return a tuple (src_mask, tgt_mask)", quiet)
+            return ex.report(FAILED, "return a tuple (src_mask, tgt_mask)", quiet)
         expectations = (("src_mask", result[0], padding_mask(src, pad_id),
                          "src_mask must be True at real tokens and False at <pad> (compare with !=)"),
                         ("tgt_mask", result[1], decoder_self_attention_mask(tgt, pad_id),
@@ -168,5 +171,5 @@ def check_fixed_masks(student_fn, quiet: bool = False):
         for name, got, expected, hint in expectations:
             difference = describe_difference(got, expected)
             if difference:
-                return report("06.3", FAILED, f"on case '{description}', {name}: {difference}. Hint: {hint}.", quiet)
-    return report("06.3", PASSED, f"both masks are right in all {len(cases)} cases: comments and code now agree.", quiet)
+                return ex.report(FAILED, f"on case '{description}', {name}: {difference}. Hint: {hint}.", quiet)
+    return ex.report(PASSED, f"both masks are right in all {len(cases)} cases: comments and code now agree.", quiet)

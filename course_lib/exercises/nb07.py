@@ -15,7 +15,7 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from course_lib.exercises import FAILED, PASSED, call_student, check_answer, describe_difference, not_attempted, report
+from course_lib.exercises import FAILED, PASSED, VALUE, describe_difference, exercise
 
 ATOL = 1e-5
 
@@ -106,13 +106,13 @@ def _norm_cases():
     return cases
 
 
-def _compare_norms(exercise, outputs, cases, quiet):
+def _compare_norms(ex, outputs, cases, quiet):
     """A failure report for the first wrong case (naming the mistake when it is a known one), or None."""
     for got, (description, x, weight, bias, eps) in zip(outputs, cases, strict=True):
         difference = describe_difference(got, _layer_norm(x, weight, bias, eps), atol=ATOL, rtol=1e-4)
         if difference is not None:
             mistake = _diagnose(outputs, cases)
-            return report(exercise, FAILED, f"on case '{description}': {mistake or difference}.", quiet)
+            return ex.report(FAILED, f"on case '{description}': {mistake or difference}.", quiet)
     return None
 
 
@@ -169,27 +169,27 @@ def _state(*modules) -> list[torch.Tensor]:
     return [p.detach().clone() for module in modules for p in module.parameters()]
 
 
-def check_fold_layer_norm(student_fn, quiet: bool = False):
-    """07.1: ``fold_layer_norm(norm, linear)`` returns a new ``nn.Linear`` with ``folded(x_hat) == linear(norm(x))``."""
-    exercise = "07.1"
+@exercise("07.1", points=3)
+def check_fold_layer_norm(ex, student_fn, quiet: bool = False):
+    """``fold_layer_norm(norm, linear)`` returns a new ``nn.Linear`` with ``folded(x_hat) == linear(norm(x))``."""
     cases = _fold_cases()
     for description, norm, linear, x in cases:
         before = _state(norm, linear)
         with torch.random.fork_rng(devices=[]):  # the student's new nn.Linear draws random numbers
-            folded, verdict = call_student(exercise, student_fn, (norm, linear), case=description, quiet=quiet)
+            folded, verdict = ex.call_student(student_fn, (norm, linear), case=description, quiet=quiet)
         if verdict is not None:
             return verdict
         if not all(torch.equal(a, b) for a, b in zip(before, _state(norm, linear), strict=True)):
-            return report(exercise, FAILED, f"on case '{description}': your function changed the norm or the layer "
+            return ex.report(FAILED, f"on case '{description}': your function changed the norm or the layer "
                           "it was given; build a new nn.Linear and leave those two as they are.", quiet)
         if not isinstance(folded, nn.Linear):
-            return report(exercise, FAILED, f"return a new nn.Linear, got {type(folded).__name__}.", quiet)
+            return ex.report(FAILED, f"return a new nn.Linear, got {type(folded).__name__}.", quiet)
         if folded is linear:
-            return report(exercise, FAILED, f"on case '{description}': {_FOLD_MISTAKES[0][0]}.", quiet)
+            return ex.report(FAILED, f"on case '{description}': {_FOLD_MISTAKES[0][0]}.", quiet)
         with torch.no_grad():
             x_hat = nn.functional.layer_norm(x, x.shape[-1:], eps=norm.eps)  # normalised, no gain and shift
             expected = linear(norm(x))  # (batch, seq, d_out)
-            got, verdict = call_student(exercise, folded, (x_hat,), case=description, who="your folded layer",
+            got, verdict = ex.call_student(folded, (x_hat,), case=description, who="your folded layer",
                                         quiet=quiet)
             if verdict is not None:
                 return verdict
@@ -201,12 +201,12 @@ def check_fold_layer_norm(student_fn, quiet: bool = False):
                 try:
                     weight, bias = wrong(w, b, g, be)
                     if describe_difference(got, x_hat @ weight.T + bias, atol=1e-4, rtol=1e-4) is None:
-                        return report(exercise, FAILED, f"on case '{description}': {message}.", quiet)
+                        return ex.report(FAILED, f"on case '{description}': {message}.", quiet)
                 except RuntimeError:  # a mistake whose shapes only fit square layers
                     continue
-        return report(exercise, FAILED, f"on case '{description}', folded(x_hat) differs from linear(norm(x)): "
+        return ex.report(FAILED, f"on case '{description}', folded(x_hat) differs from linear(norm(x)): "
                       f"{difference}.", quiet)
-    return report(exercise, PASSED, f"folded(x_hat) equals linear(norm(x)) in all {len(cases)} cases (square, wider "
+    return ex.report(PASSED, f"folded(x_hat) equals linear(norm(x)) in all {len(cases)} cases (square, wider "
                   "and narrower layers), and the given norm and layer are untouched.", quiet)
 
 
@@ -215,13 +215,13 @@ def check_fold_layer_norm(student_fn, quiet: bool = False):
 # ----------------------------------------------------------------------------------------------
 
 
-def check_fixed_norm(student_fn, quiet: bool = False):
-    """07.2: ``fixed_norm(x, weight, bias, eps)`` repairs the articles' norm into LayerNorm."""
-    exercise = "07.2"
+@exercise("07.2", points=2)
+def check_fixed_norm(ex, student_fn, quiet: bool = False):
+    """``fixed_norm(x, weight, bias, eps)`` repairs the articles' norm into LayerNorm."""
     cases = _norm_cases()
     outputs = []
     for description, x, weight, bias, eps in cases:
-        got, verdict = call_student(exercise, student_fn, (x, weight, bias, eps), case=description, quiet=quiet)
+        got, verdict = ex.call_student(student_fn, (x, weight, bias, eps), case=description, quiet=quiet)
         if verdict is not None:
             return verdict
         outputs.append(got)
@@ -230,12 +230,12 @@ def check_fixed_norm(student_fn, quiet: bool = False):
         for got, (_, x, w, b, e) in zip(outputs, cases, strict=True)
     )
     if unchanged:
-        return not_attempted(exercise, "the function is still the articles' version; find its two differences from "
+        return ex.not_attempted("the function is still the articles' version; find its two differences from "
                              "LayerNorm, fix them", quiet)
-    failure = _compare_norms(exercise, outputs, cases, quiet)
+    failure = _compare_norms(ex, outputs, cases, quiet)
     if failure is not None:
         return failure
-    return report(exercise, PASSED, f"all {len(cases)} cases equal LayerNorm, including short feature vectors "
+    return ex.report(PASSED, f"all {len(cases)} cases equal LayerNorm, including short feature vectors "
                   "(where the unbiased std shows) and tiny variance (where eps placement shows).", quiet)
 
 
@@ -244,13 +244,13 @@ def check_fixed_norm(student_fn, quiet: bool = False):
 # ----------------------------------------------------------------------------------------------
 
 
-def check_ffn_parameter_count(answer, quiet: bool = False):
-    """07.3: parameters of the paper's position-wise feed-forward block, d_model 512, d_ff 2048."""
-    exercise = "07.3"
+@exercise("07.3", points=1, kind=VALUE)
+def check_ffn_parameter_count(ex, answer, quiet: bool = False):
+    """Parameters of the paper's position-wise feed-forward block, d_model 512, d_ff 2048."""
     d_model, d_ff = 512, 2048
     expected = 2 * d_model * d_ff + d_ff + d_model
     if answer is not None and (isinstance(answer, bool) or not isinstance(answer, int)):
-        return report(exercise, FAILED, f"expected a whole number (int), got {type(answer).__name__}", quiet)
+        return ex.report(FAILED, f"expected a whole number (int), got {type(answer).__name__}", quiet)
     known = {
         2 * d_model * d_ff: "that is the two weight matrices only; each nn.Linear also has a bias vector "
         "(d_ff numbers for the first, d_model for the second)",
@@ -259,9 +259,9 @@ def check_ffn_parameter_count(answer, quiet: bool = False):
         d_model * d_ff + d_ff: "that is the first linear layer only; the block has two (d_model -> d_ff -> d_model)",
     }
     if answer in known:
-        return report(exercise, FAILED, f"{answer} is not right: {known[answer]}.", quiet)
+        return ex.report(FAILED, f"{answer} is not right: {known[answer]}.", quiet)
     hint = "Count W_1 (d_model x d_ff), b_1 (d_ff), W_2 (d_ff x d_model) and b_2 (d_model)."
-    return check_answer(exercise, answer, expected, hint=hint, quiet=quiet)
+    return ex.check_answer(answer, expected, hint=hint, quiet=quiet)
 
 
 # ----------------------------------------------------------------------------------------------
@@ -304,26 +304,26 @@ def _wrapper_cases():
     ]
 
 
-def check_pre_norm_sublayer(student_fn, quiet: bool = False):
-    """07.4: ``pre_norm_sublayer(x, sublayer, norm)`` returns ``x + sublayer(norm(x))``."""
-    exercise = "07.4"
+@exercise("07.4", points=2)
+def check_pre_norm_sublayer(ex, student_fn, quiet: bool = False):
+    """``pre_norm_sublayer(x, sublayer, norm)`` returns ``x + sublayer(norm(x))``."""
     layer, cases = _wrapper_cases()
     with torch.no_grad():
         for description, args in cases:
-            got, verdict = call_student(exercise, student_fn, args, case=description, quiet=quiet)
+            got, verdict = ex.call_student(student_fn, args, case=description, quiet=quiet)
             if verdict is not None:
                 return verdict
             difference = describe_difference(got, _reference_pre_norm(*args), atol=ATOL)
             if difference:
                 for message, wrong in _WRAPPER_MISTAKES:
                     if describe_difference(got, wrong(*args), atol=ATOL) is None:
-                        return report(exercise, FAILED, f"on case '{description}': {message}.", quiet)
-                return report(exercise, FAILED, f"on case '{description}': {difference}.", quiet)
+                        return ex.report(FAILED, f"on case '{description}': {message}.", quiet)
+                return ex.report(FAILED, f"on case '{description}': {difference}.", quiet)
         x = cases[0][1][0]
         h = student_fn(x, lambda t: layer.self_attn(t, t, t), layer.norm1)
         out = student_fn(h, layer.feed_forward, layer.norm2)
         if describe_difference(out, layer(x), atol=ATOL):
-            return report(exercise, FAILED, "two wrappers in a row do not reproduce course_lib's pre-norm "
+            return ex.report(FAILED, "two wrappers in a row do not reproduce course_lib's pre-norm "
                           "EncoderLayer: " + describe_difference(out, layer(x), atol=ATOL), quiet)
-    return report(exercise, PASSED, f"all {len(cases)} cases agree, and two of your wrappers (attention, then "
+    return ex.report(PASSED, f"all {len(cases)} cases agree, and two of your wrappers (attention, then "
                   "feed-forward) reproduce course_lib's EncoderLayer(norm_first=True).", quiet)

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import torch
 
-from course_lib.exercises import FAILED, PASSED, call_student, check_answer, describe_difference, not_attempted, report
+from course_lib.exercises import FAILED, PASSED, VALUE, describe_difference, exercise
 from course_lib.layers import EncoderLayer
 from course_lib.masks import padding_mask
 
@@ -46,18 +46,19 @@ _KNOWN_MISTAKES = {
 }
 
 
-def check_encoder_layer_parameters(answer, quiet: bool = False):
-    """08.1: parameters of one encoder layer with d_model=1024, n_heads=16, d_ff=4096 (biases and LayerNorms included)."""
+@exercise("08.1", points=1, kind=VALUE)
+def check_encoder_layer_parameters(ex, answer, quiet: bool = False):
+    """Parameters of one encoder layer with d_model=1024, n_heads=16, d_ff=4096 (biases and LayerNorms included)."""
     if answer is None:
-        return not_attempted("08.1", "set your answer instead of `None`", quiet)
+        return ex.not_attempted("set your answer instead of `None`", quiet)
     if isinstance(answer, bool) or not isinstance(answer, int | float) or answer != int(answer):
-        return report("08.1", FAILED, f"expected a whole number of parameters, got {answer!r}", quiet)
+        return ex.report(FAILED, f"expected a whole number of parameters, got {answer!r}", quiet)
     answer = int(answer)
     if answer in _KNOWN_MISTAKES:
-        return report("08.1", FAILED, f"{answer:,} is not it: {_KNOWN_MISTAKES[answer]}.", quiet)
+        return ex.report(FAILED, f"{answer:,} is not it: {_KNOWN_MISTAKES[answer]}.", quiet)
     hint = ("Add up attention 4 (d^2 + d), feed-forward 2 d d_ff + d_ff + d, and two LayerNorms 2 x 2d, "
             "with d = 1024 and d_ff = 4096 (the number of heads does not change the count).")
-    return check_answer("08.1", answer, ENCODER_LAYER_PARAMETERS, hint=hint, quiet=quiet)
+    return ex.check_answer(answer, ENCODER_LAYER_PARAMETERS, hint=hint, quiet=quiet)
 
 
 # ----------------------------------------------------------------------------------------------
@@ -123,12 +124,13 @@ def _run(fn, layer, x, mask, training, seed):
     return fn(layer, x.clone(), mask)
 
 
-def check_post_norm_layer(student_fn, quiet: bool = False):
-    """08.2: ``post_norm_layer(parts, x, src_mask)`` equals ``EncoderLayer(norm_first=False)`` with the same parts."""
+@exercise("08.2", points=3)
+def check_post_norm_layer(ex, student_fn, quiet: bool = False):
+    """``post_norm_layer(parts, x, src_mask)`` equals ``EncoderLayer(norm_first=False)`` with the same parts."""
     cases = _layer_cases()
     for number, (description, d_model, n_heads, d_ff, x, mask, training) in enumerate(cases):
         layer = _make_layer(d_model, n_heads, d_ff, seed=number)
-        got, verdict = call_student("08.2", _run, (student_fn, layer, x, mask, training, 100 + number),
+        got, verdict = ex.call_student(_run, (student_fn, layer, x, mask, training, 100 + number),
                                     case=description, quiet=quiet)
         if verdict is not None:
             return verdict
@@ -146,8 +148,8 @@ def check_post_norm_layer(student_fn, quiet: bool = False):
             if training:
                 message = (f"{difference}; eval mode was right, so look at dropout: dropout1 on the attention output "
                            "and dropout2 on the feed-forward output, each BEFORE the residual addition, in that order")
-        return report("08.2", FAILED, f"on case '{description}': {message}.", quiet)
-    return report("08.2", PASSED, f"all {len(cases)} cases (eval and training mode) agree with course_lib's EncoderLayer.",
+        return ex.report(FAILED, f"on case '{description}': {message}.", quiet)
+    return ex.report(PASSED, f"all {len(cases)} cases (eval and training mode) agree with course_lib's EncoderLayer.",
                   quiet)
 
 
@@ -166,19 +168,20 @@ _EXPECTED_SHAPES = (
 )
 
 
-def check_shapes(answer, quiet: bool = False):
-    """08.3: (padding mask shape, attention weights shape, memory shape) for the sizes in ``SHAPES_QUESTION``."""
+@exercise("08.3", points=1, kind=VALUE)
+def check_shapes(ex, answer, quiet: bool = False):
+    """(padding mask shape, attention weights shape, memory shape) for the sizes in ``SHAPES_QUESTION``."""
     if answer is None:
-        return not_attempted("08.3", "replace `None` by a tuple of three shapes", quiet)
+        return ex.not_attempted("replace `None` by a tuple of three shapes", quiet)
     if not isinstance(answer, tuple | list) or len(answer) != 3:
-        return report("08.3", FAILED, "expected three shapes: (mask_shape, weights_shape, memory_shape)", quiet)
+        return ex.report(FAILED, "expected three shapes: (mask_shape, weights_shape, memory_shape)", quiet)
     for (what, expected, why), got in zip(_EXPECTED_SHAPES, answer, strict=True):
         if got is None:
-            return not_attempted("08.3", f"fill in the shape of {what} (still `None`)", quiet)
+            return ex.not_attempted(f"fill in the shape of {what} (still `None`)", quiet)
         try:
             got = tuple(int(n) for n in got)
         except (TypeError, ValueError):
-            return report("08.3", FAILED, f"the shape of {what} should be a tuple of ints, got {got!r}", quiet)
+            return ex.report(FAILED, f"the shape of {what} should be a tuple of ints, got {got!r}", quiet)
         if got != expected:
-            return report("08.3", FAILED, f"the shape of {what}: {got} is not right. Hint: {why}.", quiet)
-    return report("08.3", PASSED, "all three shapes are right.", quiet)
+            return ex.report(FAILED, f"the shape of {what}: {got} is not right. Hint: {why}.", quiet)
+    return ex.report(PASSED, "all three shapes are right.", quiet)

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import torch
 
-from course_lib.exercises import FAILED, PASSED, call_student, describe_difference, not_attempted, report
+from course_lib.exercises import FAILED, PASSED, VALUE, describe_difference, exercise
 from course_lib.model import Transformer, TransformerConfig
 from course_lib.tokenization import BOS_ID, EOS_ID
 
@@ -69,32 +69,31 @@ def _shift_hint(dec_in: torch.Tensor, labels: torch.Tensor, ids: torch.Tensor) -
     return ""
 
 
-def check_shift_right(student_fn, quiet: bool = False):
-    """09.1: ``shift_right(ids)`` returns ``(decoder_input, labels)`` for a 1-D tensor of target ids."""
-    exercise = "09.1"
+@exercise("09.1", points=2)
+def check_shift_right(ex, student_fn, quiet: bool = False):
+    """``shift_right(ids)`` returns ``(decoder_input, labels)`` for a 1-D tensor of target ids."""
     cases = _shift_cases()
     for description, ids in cases:
-        result, verdict = call_student(exercise, student_fn, (ids.clone(),), case=description, quiet=quiet)
+        result, verdict = ex.call_student(student_fn, (ids.clone(),), case=description, quiet=quiet)
         if verdict is not None:
             return verdict
         if not isinstance(result, (tuple, list)) or len(result) != 2:
-            return report(exercise, FAILED, f"on case {description}: return two things, (decoder_input, labels).",
+            return ex.report(FAILED, f"on case {description}: return two things, (decoder_input, labels).",
                           quiet)
         dec_in, problem = _as_long_tensor(result[0], "decoder input")
         if problem is None:
             labels, problem = _as_long_tensor(result[1], "labels")
         if problem is not None:
-            return report(exercise, FAILED, f"on case {description}: {problem}.", quiet)
+            return ex.report(FAILED, f"on case {description}: {problem}.", quiet)
         want_in, want_labels = reference_shift_right(ids)
         for name, got, want in (("decoder input", dec_in, want_in), ("labels", labels, want_labels)):
             difference = describe_difference(got, want)
             if difference:
                 hint = _shift_hint(dec_in, labels, ids)
-                return report(
-                    exercise, FAILED,
+                return ex.report(FAILED,
                     f"on case {description}, the {name}: expected {want.tolist()}, got {got.tolist()}.{hint}", quiet,
                 )
-    return report(exercise, PASSED, f"all {len(cases)} sentences give the same decoder input and labels as "
+    return ex.report(PASSED, f"all {len(cases)} sentences give the same decoder input and labels as "
                   "course_lib.data (TranslationDataset + collate_batch).", quiet)
 
 
@@ -126,20 +125,20 @@ def _shape_hint(answer: tuple) -> str:
                              "keys from the encoder output.")
 
 
-def check_cross_attention_shape(answer, quiet: bool = False):
-    """09.2: the shape of the cross-attention weights of one decoder layer for the batch described in the notebook."""
-    exercise = "09.2"
+@exercise("09.2", points=1, kind=VALUE)
+def check_cross_attention_shape(ex, answer, quiet: bool = False):
+    """The shape of the cross-attention weights of one decoder layer for the batch described in the notebook."""
     if answer is None:
-        return not_attempted(exercise, "set your answer instead of `None`", quiet)
+        return ex.not_attempted("set your answer instead of `None`", quiet)
     if isinstance(answer, torch.Size):
         answer = tuple(answer)
     if not isinstance(answer, (tuple, list)) or not all(isinstance(n, int) for n in answer):
-        return report(exercise, FAILED, f"give the shape as a tuple of ints, e.g. (2, 3, 4, 5), got {answer!r}.", quiet)
+        return ex.report(FAILED, f"give the shape as a tuple of ints, e.g. (2, 3, 4, 5), got {answer!r}.", quiet)
     answer = tuple(answer)
     if answer == CROSS_ATTENTION_SHAPE:
-        return report(exercise, PASSED, f"correct: {CROSS_ATTENTION_SHAPE} = (batch, n_heads, English positions "
+        return ex.report(PASSED, f"correct: {CROSS_ATTENTION_SHAPE} = (batch, n_heads, English positions "
                       "incl. <bos>, German positions incl. <eos>).", quiet)
-    return report(exercise, FAILED, f"{answer} is not right. {_shape_hint(answer)}", quiet)
+    return ex.report(FAILED, f"{answer} is not right. {_shape_hint(answer)}", quiet)
 
 
 # ----------------------------------------------------------------------------------------------
@@ -201,24 +200,24 @@ def _greedy_hint(got: torch.Tensor, tokens: torch.Tensor, logits: torch.Tensor) 
     return ""
 
 
-def check_greedy_step(student_fn, quiet: bool = False):
-    """09.3: ``greedy_step(model, memory, src, tokens)`` appends the argmax of the newest position's logits."""
-    exercise = "09.3"
+@exercise("09.3", points=3)
+def check_greedy_step(ex, student_fn, quiet: bool = False):
+    """``greedy_step(model, memory, src, tokens)`` appends the argmax of the newest position's logits."""
     model, src, prefixes = _greedy_setup()
     with torch.no_grad():
         memory = model.encode(src)  # (batch, src_len, d_model)
         for description, tokens in prefixes:
-            got, verdict = call_student(exercise, student_fn, (model, memory, src, tokens.clone()), case=description,
+            got, verdict = ex.call_student(student_fn, (model, memory, src, tokens.clone()), case=description,
                                         quiet=quiet)
             if verdict is not None:
                 return verdict
             expected = reference_greedy_step(model, memory, src, tokens)
             if not isinstance(got, torch.Tensor):
-                return report(exercise, FAILED, f"on case '{description}': return a tensor of token ids "
+                return ex.report(FAILED, f"on case '{description}': return a tensor of token ids "
                               f"(batch, t + 1), got {type(got).__name__}.", quiet)
             difference = describe_difference(got, expected)
             if difference:
                 hint = _greedy_hint(got, tokens, model.decode(tokens, memory, src))
-                return report(exercise, FAILED, f"on case '{description}': {difference}.{hint}", quiet)
-    return report(exercise, PASSED, f"all {len(prefixes)} batches of prefixes are extended exactly as "
+                return ex.report(FAILED, f"on case '{description}': {difference}.{hint}", quiet)
+    return ex.report(PASSED, f"all {len(prefixes)} batches of prefixes are extended exactly as "
                   "course_lib's greedy decoding does.", quiet)

@@ -18,7 +18,7 @@ import math
 import torch
 
 from course_lib.data import padding_fraction
-from course_lib.exercises import FAILED, PASSED, call_student, describe_difference, not_attempted, report
+from course_lib.exercises import FAILED, PASSED, VALUE, describe_difference, exercise
 from course_lib.losses import smoothed_target_distribution
 from course_lib.schedule import noam_lr
 
@@ -65,24 +65,24 @@ def _lr_hint(student_fn) -> str:
     return ""
 
 
-def check_warmup_lr(student_fn, quiet: bool = False):
-    """10.1: ``warmup_lr(step, d_model, warmup, factor)`` equals ``course_lib.schedule.noam_lr``."""
-    exercise = "10.1"
+@exercise("10.1", points=2)
+def check_warmup_lr(ex, student_fn, quiet: bool = False):
+    """``warmup_lr(step, d_model, warmup, factor)`` equals ``course_lib.schedule.noam_lr``."""
     cases = _lr_cases()
     for description, args in cases:
-        got, verdict = call_student(exercise, student_fn, args, case=description, quiet=quiet)
+        got, verdict = ex.call_student(student_fn, args, case=description, quiet=quiet)
         if verdict is not None:
             return verdict
         if isinstance(got, torch.Tensor) and got.numel() == 1:
             got = float(got)
         if isinstance(got, bool) or not isinstance(got, (int, float)):
-            return report(exercise, FAILED, f"on case '{description}': return a number, got {type(got).__name__}.",
+            return ex.report(FAILED, f"on case '{description}': return a number, got {type(got).__name__}.",
                           quiet)
         expected = noam_lr(*args)
         if not math.isclose(got, expected, rel_tol=1e-6):
-            return report(exercise, FAILED, f"on case '{description}': expected {expected:.6g}, got {got:.6g}."
+            return ex.report(FAILED, f"on case '{description}': expected {expected:.6g}, got {got:.6g}."
                           f"{_lr_hint(student_fn)}", quiet)
-    return report(exercise, PASSED, f"all {len(cases)} steps agree with course_lib.schedule.noam_lr.", quiet)
+    return ex.report(PASSED, f"all {len(cases)} steps agree with course_lib.schedule.noam_lr.", quiet)
 
 
 # ----------------------------------------------------------------------------------------------
@@ -123,28 +123,28 @@ def _smoothing_hint(got: torch.Tensor, target, num_classes: int, smoothing: floa
     return ""
 
 
-def check_smoothed_targets(student_fn, quiet: bool = False):
-    """10.2: ``smoothed_targets(target, num_classes, smoothing, pad_id)`` equals ``smoothed_target_distribution``."""
-    exercise = "10.2"
+@exercise("10.2", points=2)
+def check_smoothed_targets(ex, student_fn, quiet: bool = False):
+    """``smoothed_targets(target, num_classes, smoothing, pad_id)`` equals ``smoothed_target_distribution``."""
     cases = _smoothing_cases()
     for description, args in cases:
         target, num_classes, smoothing, pad_id = args
-        got, verdict = call_student(exercise, student_fn, (target.clone(), num_classes, smoothing, pad_id),
+        got, verdict = ex.call_student(student_fn, (target.clone(), num_classes, smoothing, pad_id),
                                     case=description, quiet=quiet)
         if verdict is not None:
             return verdict
         if not isinstance(got, torch.Tensor):
-            return report(exercise, FAILED, f"on case '{description}': return a tensor, got {type(got).__name__}.",
+            return ex.report(FAILED, f"on case '{description}': return a tensor, got {type(got).__name__}.",
                           quiet)
         if not got.dtype.is_floating_point:
-            return report(exercise, FAILED, f"on case '{description}': return float probabilities, got dtype "
+            return ex.report(FAILED, f"on case '{description}': return float probabilities, got dtype "
                           f"{got.dtype}.", quiet)
         expected = smoothed_target_distribution(*args)
         difference = describe_difference(got, expected, atol=1e-6)
         if difference:
             hint = _smoothing_hint(got, *args)
-            return report(exercise, FAILED, f"on case '{description}': {difference}.{hint}", quiet)
-    return report(exercise, PASSED, f"all {len(cases)} cases agree with course_lib.losses.smoothed_target_distribution.",
+            return ex.report(FAILED, f"on case '{description}': {difference}.{hint}", quiet)
+    return ex.report(PASSED, f"all {len(cases)} cases agree with course_lib.losses.smoothed_target_distribution.",
                   quiet)
 
 
@@ -189,24 +189,24 @@ def _padding_hint(student_fn) -> str:
     return ""
 
 
-def check_batch_padding_fraction(student_fn, quiet: bool = False):
-    """10.3: ``batch_padding_fraction(lengths)`` for one batch padded to its longest sentence."""
-    exercise = "10.3"
+@exercise("10.3", points=2)
+def check_batch_padding_fraction(ex, student_fn, quiet: bool = False):
+    """``batch_padding_fraction(lengths)`` for one batch padded to its longest sentence."""
     cases = _padding_cases()
     for description, args in cases:
-        got, verdict = call_student(exercise, student_fn, (list(args[0]),), case=description, quiet=quiet)
+        got, verdict = ex.call_student(student_fn, (list(args[0]),), case=description, quiet=quiet)
         if verdict is not None:
             return verdict
         if isinstance(got, torch.Tensor) and got.numel() == 1:
             got = float(got)
         if isinstance(got, bool) or not isinstance(got, (int, float)):
-            return report(exercise, FAILED, f"on case '{description}': return a number between 0 and 1, "
+            return ex.report(FAILED, f"on case '{description}': return a number between 0 and 1, "
                           f"got {type(got).__name__}.", quiet)
         expected = reference_batch_padding_fraction(*args)
         if not math.isclose(got, expected, rel_tol=1e-6, abs_tol=1e-9):
-            return report(exercise, FAILED, f"on case '{description}': expected {expected:.4f}, got {got:.4f}."
+            return ex.report(FAILED, f"on case '{description}': expected {expected:.4f}, got {got:.4f}."
                           f"{_padding_hint(student_fn)}", quiet)
-    return report(exercise, PASSED, f"all {len(cases)} batches agree with course_lib.data.padding_fraction.", quiet)
+    return ex.report(PASSED, f"all {len(cases)} batches agree with course_lib.data.padding_fraction.", quiet)
 
 
 # ----------------------------------------------------------------------------------------------
@@ -246,26 +246,26 @@ def _as_letters(answer):
     return set(letters)
 
 
-def check_recipe_fix(answer, quiet: bool = False):
-    """10.4: which TWO changes fix the articles' recipe (letters of ``RECIPE_OPTIONS``)."""
-    exercise = "10.4"
+@exercise("10.4", points=1, kind=VALUE)
+def check_recipe_fix(ex, answer, quiet: bool = False):
+    """Which TWO changes fix the articles' recipe (letters of ``RECIPE_OPTIONS``)."""
     if answer is None:
-        return not_attempted(exercise, "replace `None` by your letters, e.g. {\"A\", \"C\"}", quiet)
+        return ex.not_attempted("replace `None` by your letters, e.g. {\"A\", \"C\"}", quiet)
     letters = _as_letters(answer)
     if letters is None:
-        return report(exercise, FAILED, f"give your choice as letters, e.g. {{\"A\", \"C\"}} or \"AC\"; got {answer!r}.",
+        return ex.report(FAILED, f"give your choice as letters, e.g. {{\"A\", \"C\"}} or \"AC\"; got {answer!r}.",
                       quiet)
     unknown = sorted(letters - set(RECIPE_OPTIONS))
     if unknown:
-        return report(exercise, FAILED, f"there is no option {', '.join(unknown)}; choose from "
+        return ex.report(FAILED, f"there is no option {', '.join(unknown)}; choose from "
                       f"{', '.join(sorted(RECIPE_OPTIONS))}.", quiet)
     wrong = sorted(letters - RECIPE_ANSWER)
     missing = sorted(RECIPE_ANSWER - letters)
     if not wrong and not missing:
-        return report(exercise, PASSED, "B and D. " + _RECIPE_WHY["B"][0].upper() + _RECIPE_WHY["B"][1:]
+        return ex.report(PASSED, "B and D. " + _RECIPE_WHY["B"][0].upper() + _RECIPE_WHY["B"][1:]
                       + "; and " + _RECIPE_WHY["D"] + ".", quiet)
     parts = [f"{letter} does not help: {_RECIPE_WHY[letter]}" for letter in wrong]
     if missing:
         parts.append(f"{len(missing)} of the two real fixes {'is' if len(missing) == 1 else 'are'} missing from your "
                      "choice (look at the data and at the learning rate)")
-    return report(exercise, FAILED, "; ".join(parts) + ".", quiet)
+    return ex.report(FAILED, "; ".join(parts) + ".", quiet)

@@ -17,7 +17,7 @@ from __future__ import annotations
 import torch
 
 from course_lib.decoding import cross_attention, greedy_decode, length_penalty
-from course_lib.exercises import FAILED, PASSED, call_student, check_answer, describe_difference, not_attempted, report
+from course_lib.exercises import FAILED, PASSED, VALUE, describe_difference, exercise
 
 # ----------------------------------------------------------------------------------------------
 # 11.1 one beam-search expansion step
@@ -76,24 +76,24 @@ def _beam_hint(got, expected, scores, log_probs, k) -> str:
     return ""
 
 
-def check_beam_step(student_fn, quiet: bool = False):
-    """11.1: ``beam_step(scores, log_probs, k)`` returns ``(new_scores, origin, token)``, each ``(batch, k)``."""
-    exercise = "11.1"
+@exercise("11.1", points=3)
+def check_beam_step(ex, student_fn, quiet: bool = False):
+    """``beam_step(scores, log_probs, k)`` returns ``(new_scores, origin, token)``, each ``(batch, k)``."""
     for description, (scores, log_probs, k) in _beam_cases():
-        got, verdict = call_student(exercise, student_fn, (scores.clone(), log_probs.clone(), k), case=description,
+        got, verdict = ex.call_student(student_fn, (scores.clone(), log_probs.clone(), k), case=description,
                                     quiet=quiet)
         if verdict is not None:
             return verdict
         if not isinstance(got, (tuple, list)) or len(got) != 3:
-            return report(exercise, FAILED, "return three tensors: (new_scores, origin, token)", quiet)
+            return ex.report(FAILED, "return three tensors: (new_scores, origin, token)", quiet)
         expected = reference_beam_step(scores, log_probs, k)
         for name, g, e in zip(("new_scores", "origin", "token"), got, expected, strict=True):
             difference = describe_difference(g, e, atol=1e-5)
             if difference:
                 hint = _beam_hint(got, expected, scores, log_probs, k) if all(
                     isinstance(t, torch.Tensor) for t in got) else ""
-                return report(exercise, FAILED, f"on case '{description}': {name}: {difference}.{hint}", quiet)
-    return report(exercise, PASSED, "all 3 cases agree with the expansion inside course_lib's beam_search.", quiet)
+                return ex.report(FAILED, f"on case '{description}': {name}: {difference}.{hint}", quiet)
+    return ex.report(PASSED, "all 3 cases agree with the expansion inside course_lib's beam_search.", quiet)
 
 
 # ----------------------------------------------------------------------------------------------
@@ -108,9 +108,9 @@ def expected_normalised_score() -> float:
     return LOG_PROB_B / float(length_penalty(torch.tensor(LENGTH_B), ALPHA))
 
 
-def check_normalised_score(answer, quiet: bool = False):
-    """11.2: the GNMT score of a hypothesis with log p = -3.2 and 9 tokens, alpha = 0.6."""
-    exercise = "11.2"
+@exercise("11.2", points=1, kind=VALUE)
+def check_normalised_score(ex, answer, quiet: bool = False):
+    """The GNMT score of a hypothesis with log p = -3.2 and 9 tokens, alpha = 0.6."""
     expected = expected_normalised_score()
     hint = "Divide log p by ((5 + length) / 6) ** alpha."
     if isinstance(answer, torch.Tensor) and answer.numel() == 1:
@@ -123,11 +123,11 @@ def check_normalised_score(answer, quiet: bool = False):
             hint = "You forgot the exponent alpha = 0.6 on ((5 + length) / 6)."
         elif abs(answer - LOG_PROB_B / LENGTH_B) < 1e-3:
             hint = "That is the plain average per token; the GNMT penalty is ((5 + length) / 6) ** alpha."
-    result = check_answer(exercise, answer, expected, hint=hint, atol=1e-3, quiet=True)
+    result = ex.check_answer(answer, expected, hint=hint, atol=1e-3, quiet=True)
     if result:
         a_score = -2.1 / float(length_penalty(torch.tensor(5), ALPHA))
-        return report(exercise, PASSED, f"correct: B scores {expected:.4f} and A {a_score:.4f}, so A still wins.", quiet)
-    return report(exercise, result.status, result.message, quiet)
+        return ex.report(PASSED, f"correct: B scores {expected:.4f} and A {a_score:.4f}, so A still wins.", quiet)
+    return ex.report(result.status, result.message, quiet)
 
 
 # ----------------------------------------------------------------------------------------------
@@ -155,24 +155,24 @@ def most_attended_source_token(model, src_vocab, tgt_vocab, tokenizer, german: s
     return src_tokens[int(last[row].argmax())]
 
 
-def check_most_attended(answer, model, src_vocab, tgt_vocab, tokenizer, german: str, english_word: str,
+@exercise("11.3", points=1, kind=VALUE)
+def check_most_attended(ex, answer, model, src_vocab, tgt_vocab, tokenizer, german: str, english_word: str,
                         quiet: bool = False):
-    """11.3: which German token does ``english_word`` attend to most? ``answer`` is a token string."""
-    exercise = "11.3"
+    """Which German token does ``english_word`` attend to most? ``answer`` is a token string."""
     if answer is None:
-        return not_attempted(exercise, "set your answer (a German token, e.g. 'Hund') instead of `None`", quiet)
+        return ex.not_attempted("set your answer (a German token, e.g. 'Hund') instead of `None`", quiet)
     expected = most_attended_source_token(model, src_vocab, tgt_vocab, tokenizer, german, english_word)
     if not isinstance(answer, str):
-        return report(exercise, FAILED, f"answer with the German token as a string, got {type(answer).__name__}", quiet)
+        return ex.report(FAILED, f"answer with the German token as a string, got {type(answer).__name__}", quiet)
     if answer.strip() == expected:
-        return report(exercise, PASSED, f"correct: {english_word!r} looks mostly at {expected!r}.", quiet)
+        return ex.report(PASSED, f"correct: {english_word!r} looks mostly at {expected!r}.", quiet)
     if answer.strip().lower() == expected.lower():
-        return report(exercise, FAILED, f"almost: {answer.strip()!r} has the wrong capitalisation; write the token "
+        return ex.report(FAILED, f"almost: {answer.strip()!r} has the wrong capitalisation; write the token "
                       "exactly as it is written in the German sentence.", quiet)
     src_tokens = [*tokenizer(german), "<eos>"]
     if answer.strip() not in src_tokens:
-        return report(exercise, FAILED, f"{answer!r} is not a token of the German sentence {src_tokens}.", quiet)
-    return report(exercise, FAILED, f"{english_word!r} attends more to another German token than to {answer!r}. "
+        return ex.report(FAILED, f"{answer!r} is not a token of the German sentence {src_tokens}.", quiet)
+    return ex.report(FAILED, f"{english_word!r} attends more to another German token than to {answer!r}. "
                   f"In the averaged map, find the row that predicts {english_word!r} (its label ends in "
                   f"'→ {english_word}') and its brightest cell.", quiet)
 

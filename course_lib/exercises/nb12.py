@@ -16,7 +16,7 @@ from functools import lru_cache
 
 import torch
 
-from course_lib.exercises import FAILED, PASSED, call_student, describe_difference, report
+from course_lib.exercises import FAILED, PASSED, describe_difference, exercise
 from course_lib.model import Transformer, TransformerConfig
 
 # ----------------------------------------------------------------------------------------------
@@ -77,13 +77,13 @@ def _rms_diagnosis(outputs, cases) -> str | None:
     return None
 
 
-def check_rms_norm(student_fn, quiet: bool = False):
-    """12.1: ``rms_norm(x, weight, eps)`` equals ``nn.RMSNorm`` over the last dimension."""
-    exercise = "12.1"
+@exercise("12.1", points=2)
+def check_rms_norm(ex, student_fn, quiet: bool = False):
+    """``rms_norm(x, weight, eps)`` equals ``nn.RMSNorm`` over the last dimension."""
     cases = _rms_cases()
     outputs = []
     for description, x, weight, eps in cases:
-        got, verdict = call_student(exercise, student_fn, (x.clone(), weight.clone(), eps), case=description,
+        got, verdict = ex.call_student(student_fn, (x.clone(), weight.clone(), eps), case=description,
                                     quiet=quiet)
         if verdict is not None:
             return verdict
@@ -92,8 +92,8 @@ def check_rms_norm(student_fn, quiet: bool = False):
         difference = describe_difference(got, reference_rms_norm(x, weight, eps), atol=1e-6, rtol=1e-4)
         if difference:
             mistake = _rms_diagnosis(outputs, cases)
-            return report(exercise, FAILED, f"on case '{description}': {mistake or difference}.", quiet)
-    return report(exercise, PASSED, f"all {len(cases)} cases agree with the reference (the formula of nn.RMSNorm).",
+            return ex.report(FAILED, f"on case '{description}': {mistake or difference}.", quiet)
+    return ex.report(PASSED, f"all {len(cases)} cases agree with the reference (the formula of nn.RMSNorm).",
                   quiet)
 
 
@@ -176,12 +176,12 @@ def _parameter_hint(got: int, expected: int, config: TransformerConfig) -> str:
     return ""
 
 
-def check_parameter_count(student_fn, quiet: bool = False):
-    """12.2: ``count_parameters(config)`` equals ``Transformer(config).num_parameters()`` on several configs."""
-    exercise = "12.2"
+@exercise("12.2", points=3)
+def check_parameter_count(ex, student_fn, quiet: bool = False):
+    """``count_parameters(config)`` equals ``Transformer(config).num_parameters()`` on several configs."""
     configs = parameter_configs()
     for description, config in configs:
-        got, verdict = call_student(exercise, student_fn, (config,), case=description, quiet=quiet)
+        got, verdict = ex.call_student(student_fn, (config,), case=description, quiet=quiet)
         if verdict is not None:
             return verdict
         if isinstance(got, torch.Tensor) and got.numel() == 1:
@@ -189,14 +189,14 @@ def check_parameter_count(student_fn, quiet: bool = False):
         if isinstance(got, float) and got.is_integer():
             got = int(got)
         if not isinstance(got, int) or isinstance(got, bool):
-            return report(exercise, FAILED, f"on config '{description}': return an int, got {type(got).__name__}.",
+            return ex.report(FAILED, f"on config '{description}': return an int, got {type(got).__name__}.",
                           quiet)
         expected = reference_parameter_count(config)
         if got != expected:
             hint = _parameter_hint(got, expected, config)
-            return report(exercise, FAILED, f"on config '{description}': expected {expected:,} parameters, "
+            return ex.report(FAILED, f"on config '{description}': expected {expected:,} parameters, "
                           f"got {got:,}.{hint}", quiet)
-    return report(exercise, PASSED, f"all {len(configs)} configs agree with Transformer(config)"
+    return ex.report(PASSED, f"all {len(configs)} configs agree with Transformer(config)"
                   ".num_parameters().", quiet)
 
 
@@ -243,12 +243,12 @@ def _rope_cases():
     ]
 
 
-def check_rotate_pair(student_fn, quiet: bool = False):
-    """12.3: ``rotate_pair(pair, positions, theta)`` rotates each (x, y) by position * theta like notebook 03's R(k)."""
-    exercise = "12.3"
+@exercise("12.3", points=2)
+def check_rotate_pair(ex, student_fn, quiet: bool = False):
+    """``rotate_pair(pair, positions, theta)`` rotates each (x, y) by position * theta like notebook 03's R(k)."""
     cases = _rope_cases()
     for description, pair, positions, theta in cases:
-        got, verdict = call_student(exercise, student_fn, (pair.clone(), positions.clone(), theta), case=description,
+        got, verdict = ex.call_student(student_fn, (pair.clone(), positions.clone(), theta), case=description,
                                     quiet=quiet)
         if verdict is not None:
             return verdict
@@ -261,5 +261,5 @@ def check_rotate_pair(student_fn, quiet: bool = False):
                 if _close(got, candidate) and not _close(candidate, expected):
                     hint = f" It looks like {message}."
                     break
-            return report(exercise, FAILED, f"on case '{description}': {difference}.{hint}", quiet)
-    return report(exercise, PASSED, f"all {len(cases)} cases agree with the rotation by position × theta.", quiet)
+            return ex.report(FAILED, f"on case '{description}': {difference}.{hint}", quiet)
+    return ex.report(PASSED, f"all {len(cases)} cases agree with the rotation by position × theta.", quiet)

@@ -11,25 +11,26 @@ from __future__ import annotations
 
 import torch
 
-from course_lib.exercises import FAILED, PASSED, call_student, not_attempted, report
+from course_lib.exercises import FAILED, PASSED, VALUE, exercise
 from course_lib.model import TransformerConfig
 from course_lib.student.bug_finder import compare_with_course
 
 
-def check_fixed_layer_norm(layer_norm_class, quiet: bool = False):
-    """13.1: ``layer_norm_class(d_model)`` must normalise exactly like ``nn.LayerNorm``."""
-    module, verdict = call_student("13.1", layer_norm_class, (4,), case="RepairedLayerNorm(4)", who="your class",
+@exercise("13.1", points=2)
+def check_fixed_layer_norm(ex, layer_norm_class, quiet: bool = False):
+    """``layer_norm_class(d_model)`` must normalise exactly like ``nn.LayerNorm``."""
+    module, verdict = ex.call_student(layer_norm_class, (4,), case="RepairedLayerNorm(4)", who="your class",
                                    quiet=quiet)
     if verdict is not None:
         return verdict
-    _, verdict = call_student("13.1", module, (torch.randn(2, 4),), case="a (2, 4) input", who="your forward",
+    _, verdict = ex.call_student(module, (torch.randn(2, 4),), case="a (2, 4) input", who="your forward",
                               quiet=quiet)
     if verdict is not None:
         return verdict
     finding = compare_with_course("layer_norm", layer_norm_class)
     if finding.ok:
-        return report("13.1", PASSED, "your LayerNorm keeps its contract and equals nn.LayerNorm.", quiet)
-    return report("13.1", FAILED, f"not yet: {finding.evidence}.", quiet)
+        return ex.report(PASSED, "your LayerNorm keeps its contract and equals nn.LayerNorm.", quiet)
+    return ex.report(FAILED, f"not yet: {finding.evidence}.", quiet)
 
 
 def attention_calls(config: TransformerConfig) -> int:
@@ -47,16 +48,17 @@ _HINTS = {
 }
 
 
-def check_attention_calls(answer, quiet: bool = False):
-    """13.2: how many times one forward pass of the default model calls ``attention``."""
+@exercise("13.2", points=1, kind=VALUE)
+def check_attention_calls(ex, answer, quiet: bool = False):
+    """How many times one forward pass of the default model calls ``attention``."""
     if answer is None:
-        return not_attempted("13.2", "set your answer instead of `None`", quiet)
+        return ex.not_attempted("set your answer instead of `None`", quiet)
     if isinstance(answer, bool) or not isinstance(answer, int):
-        return report("13.2", FAILED, f"expected a whole number, got {answer!r}", quiet)
+        return ex.report(FAILED, f"expected a whole number, got {answer!r}", quiet)
     config = TransformerConfig()
     expected = attention_calls(config)
     if answer == expected:
-        return report("13.2", PASSED, "one call per encoder layer and two per decoder layer.", quiet)
+        return ex.report(PASSED, "one call per encoder layer and two per decoder layer.", quiet)
     mistakes = [
         (config.n_encoder_layers + config.n_decoder_layers, "layers"),
         (config.n_encoder_layers, "encoder"),
@@ -66,4 +68,4 @@ def check_attention_calls(answer, quiet: bool = False):
     hints = [_HINTS[kind] for value, kind in mistakes if value == answer]
     hint = "; or ".join(hints) or ("count the attention blocks in each encoder layer and in each decoder layer "
                                    "of TransformerConfig(), then add them up")
-    return report("13.2", FAILED, f"{answer} is not it: {hint}.", quiet)
+    return ex.report(FAILED, f"{answer} is not it: {hint}.", quiet)

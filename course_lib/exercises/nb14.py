@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import math
 
-from course_lib.exercises import FAILED, PASSED, call_student, report
+from course_lib.exercises import FAILED, PASSED, exercise
 from course_lib.recipe import ANCHOR_PEAK_LR, WIDTH_EXPONENT, peak_lr_for
 from course_lib.tokenization import Vocab
 
@@ -44,25 +44,25 @@ _PEAK_MISTAKES = [
 ]
 
 
-def check_peak_lr(student_fn, quiet: bool = False):
-    """14.1: ``peak_lr(d_model, layers)`` equals :func:`course_lib.recipe.peak_lr_for` on several sizes."""
-    exercise = "14.1"
+@exercise("14.1", points=2)
+def check_peak_lr(ex, student_fn, quiet: bool = False):
+    """``peak_lr(d_model, layers)`` equals :func:`course_lib.recipe.peak_lr_for` on several sizes."""
     for description, d_model, layers in PEAK_CASES:
-        got, verdict = call_student(exercise, student_fn, (d_model, layers), case=description, quiet=quiet)
+        got, verdict = ex.call_student(student_fn, (d_model, layers), case=description, quiet=quiet)
         if verdict is not None:
             return verdict
         if hasattr(got, "item"):
             got = got.item()
         if not isinstance(got, int | float) or isinstance(got, bool) or not math.isfinite(got):
-            return report(exercise, FAILED, f"on '{description}': return a number, got {got!r}.", quiet)
+            return ex.report(FAILED, f"on '{description}': return a number, got {got!r}.", quiet)
         expected = peak_lr_for(d_model, layers)
         if not math.isclose(got, expected, rel_tol=1e-6):
             hint = next((text for text, wrong in _PEAK_MISTAKES if math.isclose(got, wrong(d_model, layers),
                                                                                 rel_tol=1e-6)), "")
             hint = hint or "start from 8.8e-3 = (64 * 200)^-0.5, the toy's peak, and scale by width and depth"
-            return report(exercise, FAILED, f"on '{description}': your rate {got:.3g} is not the recipe's. Hint: "
+            return ex.report(FAILED, f"on '{description}': your rate {got:.3g} is not the recipe's. Hint: "
                           f"{hint}.", quiet)
-    return report(exercise, PASSED, f"all {len(PEAK_CASES)} sizes agree with course_lib.recipe.peak_lr_for.", quiet)
+    return ex.report(PASSED, f"all {len(PEAK_CASES)} sizes agree with course_lib.recipe.peak_lr_for.", quiet)
 
 
 # ----------------------------------------------------------------------------------------------
@@ -109,21 +109,21 @@ def _explain_zero_division(student_fn):
     return call
 
 
-def check_unknown_rate(student_fn, quiet: bool = False):
-    """14.2: ``unknown_rate(token_lists, vocab)`` is the share of tokens not in ``vocab``."""
-    exercise = "14.2"
+@exercise("14.2", points=2)
+def check_unknown_rate(ex, student_fn, quiet: bool = False):
+    """``unknown_rate(token_lists, vocab)`` is the share of tokens not in ``vocab``."""
     vocab, cases = _unknown_cases()
     for description, token_lists in cases:
-        got, verdict = call_student(exercise, _explain_zero_division(student_fn),
+        got, verdict = ex.call_student(_explain_zero_division(student_fn),
                                     ([list(t) for t in token_lists], vocab), case=description, quiet=quiet)
         if verdict is not None:
             return verdict
         if not isinstance(got, int | float) or isinstance(got, bool):
-            return report(exercise, FAILED, f"on '{description}': return a number, got {got!r}.", quiet)
+            return ex.report(FAILED, f"on '{description}': return a number, got {got!r}.", quiet)
         expected = reference_unknown_rate(token_lists, vocab)
         if not math.isclose(got, expected, abs_tol=1e-9):
             hint = next((text for text, wrong in _unknown_mistakes(token_lists, vocab)
                          if math.isclose(got, wrong, abs_tol=1e-9)), "")
             hint = hint or "count the tokens that are not `in vocab`, divide by the number of tokens"
-            return report(exercise, FAILED, f"on '{description}': got {got:.4g}. Hint: {hint}.", quiet)
-    return report(exercise, PASSED, f"all {len(cases)} cases agree with the reference.", quiet)
+            return ex.report(FAILED, f"on '{description}': got {got:.4g}. Hint: {hint}.", quiet)
+    return ex.report(PASSED, f"all {len(cases)} cases agree with the reference.", quiet)

@@ -58,3 +58,18 @@ def test_every_exercise_is_declared_once_with_its_number_points_and_kind():
     assert declared["04.3"] is check_attention_by_hand
     assert (check_attention_by_hand.module, check_attention_by_hand.points) == ("nb04", 3)
     assert list(inspect.signature(check_attention_by_hand).parameters) == ["student_fn", "quiet"]
+
+
+def test_known_mistake_names_the_first_mistake_that_explains_the_answer():
+    from course_lib.exercises import known_mistake
+
+    mistakes = [("doubled", lambda x: 2 * x), ("squared", lambda x: x * x), ("broken", lambda x: x / 0)]
+    assert known_mistake(mistakes, lambda wrong: wrong(2) == 4) == "doubled"  # the first of two that fit
+    assert known_mistake(mistakes[1:], lambda wrong: wrong(3) == 9) == "squared"
+    assert known_mistake(mistakes, lambda wrong: wrong(3) == 7, tolerate=(ZeroDivisionError,)) is None
+    try:
+        known_mistake(mistakes, lambda wrong: wrong(3) == 7)
+    except ZeroDivisionError:
+        pass
+    else:
+        raise AssertionError("an exception not tolerated must reach the checker")

@@ -17,7 +17,7 @@ import math
 
 import torch
 
-from course_lib.exercises import FAILED, PASSED, VALUE, describe_difference, exercise
+from course_lib.exercises import FAILED, PASSED, VALUE, describe_difference, exercise, known_mistake
 
 
 def _table(positions: torch.Tensor, d_model: int, exponent_sin=None, exponent_cos=None, layout="interleaved"):
@@ -86,17 +86,13 @@ def _diagnose(got: torch.Tensor, positions: torch.Tensor, d_model: int) -> str:
     """Name a known mistake that explains ``got`` (empty string if none does)."""
     if not isinstance(got, torch.Tensor) or tuple(got.shape) != (len(positions), d_model):
         return ""
-    for explanation, variant in _LAYOUT_MISTAKES:
-        if describe_difference(got, _table(positions, d_model, **variant), atol=1e-4) is None:
-            return f" It looks like {explanation}."
-    for sin_kind, exponent_sin in _SIN_EXPONENTS.items():
-        for cos_kind, exponent_cos in _COS_EXPONENTS.items():
-            if (sin_kind, cos_kind) == ("right", "right"):
-                continue
-            variant = _table(positions, d_model, exponent_sin=exponent_sin, exponent_cos=exponent_cos)
-            if describe_difference(got, variant, atol=1e-4) is None:
-                return f" It looks like {_exponent_bugs(sin_kind, cos_kind)}."
-    return ""
+    exponent_mistakes = [(_exponent_bugs(sin_kind, cos_kind), {"exponent_sin": sin, "exponent_cos": cos})
+                         for sin_kind, sin in _SIN_EXPONENTS.items() for cos_kind, cos in _COS_EXPONENTS.items()
+                         if (sin_kind, cos_kind) != ("right", "right")]
+    mistake = known_mistake(
+        [*_LAYOUT_MISTAKES, *exponent_mistakes],
+        lambda variant: describe_difference(got, _table(positions, d_model, **variant), atol=1e-4) is None)
+    return f" It looks like {mistake}." if mistake else ""
 
 
 def _check_tables(ex, call, cases, quiet: bool):

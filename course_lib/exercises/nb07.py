@@ -15,7 +15,7 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from course_lib.exercises import FAILED, PASSED, VALUE, describe_difference, exercise
+from course_lib.exercises import FAILED, PASSED, VALUE, describe_difference, exercise, known_mistake
 
 ATOL = 1e-5
 
@@ -79,13 +79,10 @@ def _matches(got, expected) -> bool:
 
 def _diagnose(outputs, cases) -> str | None:
     """Name the known mistake that reproduces the student's outputs on every case, if any."""
-    for message, wrong in _MISTAKES:
-        try:
-            if all(_matches(got, wrong(x, w, b, eps)) for got, (_, x, w, b, eps) in zip(outputs, cases, strict=True)):
-                return message
-        except RuntimeError:
-            continue
-    return None
+    return known_mistake(
+        _MISTAKES,
+        lambda wrong: all(_matches(got, wrong(x, w, b, eps)) for got, (_, x, w, b, eps) in zip(outputs, cases, strict=True)),
+        tolerate=(RuntimeError,))
 
 
 def _norm_cases():
@@ -197,13 +194,15 @@ def check_fold_layer_norm(ex, student_fn, quiet: bool = False):
             if difference is None:
                 continue
             w, b, g, be = linear.weight, linear.bias, norm.weight, norm.bias
-            for message, wrong in _FOLD_MISTAKES:
-                try:
-                    weight, bias = wrong(w, b, g, be)
-                    if describe_difference(got, x_hat @ weight.T + bias, atol=1e-4, rtol=1e-4) is None:
-                        return ex.report(FAILED, f"on case '{description}': {message}.", quiet)
-                except RuntimeError:  # a mistake whose shapes only fit square layers
-                    continue
+
+            def folds_to_got(wrong, got=got, x_hat=x_hat, w=w, b=b, g=g, be=be):
+                weight, bias = wrong(w, b, g, be)
+                return describe_difference(got, x_hat @ weight.T + bias, atol=1e-4, rtol=1e-4) is None
+
+            # RuntimeError: a mistake whose shapes only fit square layers
+            message = known_mistake(_FOLD_MISTAKES, folds_to_got, tolerate=(RuntimeError,))
+            if message:
+                return ex.report(FAILED, f"on case '{description}': {message}.", quiet)
         return ex.report(FAILED, f"on case '{description}', folded(x_hat) differs from linear(norm(x)): "
                       f"{difference}.", quiet)
     return ex.report(PASSED, f"folded(x_hat) equals linear(norm(x)) in all {len(cases)} cases (square, wider "
@@ -315,10 +314,9 @@ def check_pre_norm_sublayer(ex, student_fn, quiet: bool = False):
                 return verdict
             difference = describe_difference(got, _reference_pre_norm(*args), atol=ATOL)
             if difference:
-                for message, wrong in _WRAPPER_MISTAKES:
-                    if describe_difference(got, wrong(*args), atol=ATOL) is None:
-                        return ex.report(FAILED, f"on case '{description}': {message}.", quiet)
-                return ex.report(FAILED, f"on case '{description}': {difference}.", quiet)
+                message = known_mistake(_WRAPPER_MISTAKES, lambda wrong, got=got, args=args:
+                                        describe_difference(got, wrong(*args), atol=ATOL) is None)
+                return ex.report(FAILED, f"on case '{description}': {message or difference}.", quiet)
         x = cases[0][1][0]
         h = student_fn(x, lambda t: layer.self_attn(t, t, t), layer.norm1)
         out = student_fn(h, layer.feed_forward, layer.norm2)

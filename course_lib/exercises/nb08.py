@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import torch
 
-from course_lib.exercises import FAILED, PASSED, VALUE, describe_difference, exercise
+from course_lib.exercises import FAILED, PASSED, VALUE, describe_difference, exercise, known_mistake
 from course_lib.layers import EncoderLayer
 from course_lib.masks import padding_mask
 
@@ -86,12 +86,12 @@ def _no_mask(layer, x, mask):
 
 
 _LAYER_MISTAKES = [
-    (_pre_norm, "that is the PRE-norm layer (LayerNorm before each sub-block). Post-norm adds the residual first "
-                "and normalises the sum: x = norm1(x + dropout1(self_attn(x, x, x, mask)))"),
-    (_no_residual, "the residual connections are missing: add the sub-block's output to its input, x + ..., "
-                   "before the LayerNorm"),
-    (_norm_inside, "the LayerNorm must be applied to the SUM x + sub_block(x), not to the sub-block's output alone"),
-    (_no_mask, "the padding mask is not used: pass src_mask to self_attn(x, x, x, mask=src_mask)"),
+    ("that is the PRE-norm layer (LayerNorm before each sub-block). Post-norm adds the residual first "
+     "and normalises the sum: x = norm1(x + dropout1(self_attn(x, x, x, mask)))", _pre_norm),
+    ("the residual connections are missing: add the sub-block's output to its input, x + ..., "
+     "before the LayerNorm", _no_residual),
+    ("the LayerNorm must be applied to the SUM x + sub_block(x), not to the sub-block's output alone", _norm_inside),
+    ("the padding mask is not used: pass src_mask to self_attn(x, x, x, mask=src_mask)", _no_mask),
 ]
 
 
@@ -138,13 +138,11 @@ def check_post_norm_layer(ex, student_fn, quiet: bool = False):
         difference = describe_difference(got, expected, atol=ATOL)
         if not difference:
             continue
-        message = difference
-        for wrong, explanation in _LAYER_MISTAKES:
-            wrong_out = _run(wrong, layer, x, mask, training, seed=100 + number)
-            if describe_difference(got, wrong_out, atol=ATOL) is None:
-                message = explanation
-                break
-        else:
+        args = (layer, x, mask, training, 100 + number)
+        message = known_mistake(_LAYER_MISTAKES, lambda wrong, got=got, args=args:
+                                describe_difference(got, _run(wrong, *args), atol=ATOL) is None)
+        if message is None:
+            message = difference
             if training:
                 message = (f"{difference}; eval mode was right, so look at dropout: dropout1 on the attention output "
                            "and dropout2 on the feed-forward output, each BEFORE the residual addition, in that order")

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import torch
 
-from course_lib.exercises import FAILED, PASSED, VALUE, describe_difference, exercise
+from course_lib.exercises import FAILED, PASSED, VALUE, describe_difference, exercise, known_mistake
 from course_lib.model import Transformer, TransformerConfig
 from course_lib.tokenization import BOS_ID, EOS_ID
 
@@ -193,10 +193,14 @@ def _greedy_hint(got: torch.Tensor, tokens: torch.Tensor, logits: torch.Tensor) 
     if got.dim() == 2 and got.shape == (tokens.size(0), tokens.size(1) + 1) and not torch.equal(got[:, :-1], tokens):
         return " The prefix must stay unchanged; only a new last column is added."
     if got.dim() == 2 and got.shape == (tokens.size(0), tokens.size(1) + 1):
-        for message, wrong in _GREEDY_MISTAKES:
+
+        def gives_got(wrong):
             candidate = wrong(logits)
-            if candidate is not None and candidate.shape == got[:, -1].shape and torch.equal(got[:, -1], candidate):
-                return f" It looks like {message}."
+            return candidate is not None and candidate.shape == got[:, -1].shape and torch.equal(got[:, -1], candidate)
+
+        message = known_mistake(_GREEDY_MISTAKES, gives_got)
+        if message:
+            return f" It looks like {message}."
     return ""
 
 

@@ -18,7 +18,7 @@ import math
 import torch
 
 from course_lib.data import padding_fraction
-from course_lib.exercises import FAILED, PASSED, VALUE, describe_difference, exercise
+from course_lib.exercises import FAILED, PASSED, VALUE, describe_difference, exercise, known_mistake
 from course_lib.losses import smoothed_target_distribution
 from course_lib.schedule import noam_lr
 
@@ -56,13 +56,12 @@ _LR_MISTAKES = [
 
 def _lr_hint(student_fn) -> str:
     cases = _lr_cases()
-    for message, wrong in _LR_MISTAKES:
-        try:
-            if all(math.isclose(float(student_fn(*args)), wrong(*args), rel_tol=1e-6) for _, args in cases):
-                return f" It looks like {message}."
-        except Exception:  # a hint is optional: never let it crash the checker
-            return ""
-    return ""
+    try:
+        message = known_mistake(_LR_MISTAKES, lambda wrong: all(
+            math.isclose(float(student_fn(*args)), wrong(*args), rel_tol=1e-6) for _, args in cases))
+    except Exception:  # a hint is optional: never let it crash the checker
+        return ""
+    return f" It looks like {message}." if message else ""
 
 
 @exercise("10.1", points=2)
@@ -180,13 +179,12 @@ def _padding_hint(student_fn) -> str:
          lambda n: float(max(n) * len(n) - sum(n))),
     ]
     cases = [args[0] for _, args in _padding_cases() if len(set(args[0])) > 1]
-    for message, wrong in mistakes:
-        try:
-            if all(math.isclose(float(student_fn(list(n))), wrong(n), rel_tol=1e-9, abs_tol=1e-12) for n in cases):
-                return f" It looks like {message}."
-        except Exception:  # a hint is optional: never let it crash the checker
-            return ""
-    return ""
+    try:
+        message = known_mistake(mistakes, lambda wrong: all(
+            math.isclose(float(student_fn(list(n))), wrong(n), rel_tol=1e-9, abs_tol=1e-12) for n in cases))
+    except Exception:  # a hint is optional: never let it crash the checker
+        return ""
+    return f" It looks like {message}." if message else ""
 
 
 @exercise("10.3", points=2)

@@ -16,7 +16,7 @@ from functools import lru_cache
 
 import torch
 
-from course_lib.exercises import FAILED, PASSED, describe_difference, exercise
+from course_lib.exercises import FAILED, PASSED, describe_difference, exercise, known_mistake
 from course_lib.model import Transformer, TransformerConfig
 
 # ----------------------------------------------------------------------------------------------
@@ -68,13 +68,10 @@ def _close(got, expected) -> bool:
 
 
 def _rms_diagnosis(outputs, cases) -> str | None:
-    for message, wrong in _RMS_MISTAKES:
-        try:
-            if all(_close(got, wrong(x, w, eps)) for got, (_, x, w, eps) in zip(outputs, cases, strict=True)):
-                return message
-        except RuntimeError:
-            continue
-    return None
+    return known_mistake(
+        _RMS_MISTAKES,
+        lambda wrong: all(_close(got, wrong(x, w, eps)) for got, (_, x, w, eps) in zip(outputs, cases, strict=True)),
+        tolerate=(RuntimeError,))
 
 
 @exercise("12.1", points=2)
@@ -255,11 +252,12 @@ def check_rotate_pair(ex, student_fn, quiet: bool = False):
         expected = reference_rotate_pair(pair, positions, theta)
         difference = describe_difference(got, expected, atol=1e-6)
         if difference:
-            hint = ""
-            for message, wrong in _ROPE_MISTAKES:
+
+            def gives_got(wrong, got=got, pair=pair, positions=positions, theta=theta, expected=expected):
                 candidate = wrong(pair, positions, theta)
-                if _close(got, candidate) and not _close(candidate, expected):
-                    hint = f" It looks like {message}."
-                    break
+                return _close(got, candidate) and not _close(candidate, expected)
+
+            message = known_mistake(_ROPE_MISTAKES, gives_got)
+            hint = f" It looks like {message}." if message else ""
             return ex.report(FAILED, f"on case '{description}': {difference}.{hint}", quiet)
     return ex.report(PASSED, f"all {len(cases)} cases agree with the rotation by position × theta.", quiet)

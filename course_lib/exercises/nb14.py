@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import math
 
-from course_lib.exercises import FAILED, PASSED, exercise
+from course_lib.exercises import FAILED, PASSED, exercise, known_mistake
 from course_lib.recipe import ANCHOR_PEAK_LR, WIDTH_EXPONENT, peak_lr_for
 from course_lib.tokenization import Vocab
 
@@ -57,8 +57,8 @@ def check_peak_lr(ex, student_fn, quiet: bool = False):
             return ex.report(FAILED, f"on '{description}': return a number, got {got!r}.", quiet)
         expected = peak_lr_for(d_model, layers)
         if not math.isclose(got, expected, rel_tol=1e-6):
-            hint = next((text for text, wrong in _PEAK_MISTAKES if math.isclose(got, wrong(d_model, layers),
-                                                                                rel_tol=1e-6)), "")
+            hint = known_mistake(_PEAK_MISTAKES, lambda wrong, got=got, d_model=d_model, layers=layers:
+                                 math.isclose(got, wrong(d_model, layers), rel_tol=1e-6))
             hint = hint or "start from 8.8e-3 = (64 * 200)^-0.5, the toy's peak, and scale by width and depth"
             return ex.report(FAILED, f"on '{description}': your rate {got:.3g} is not the recipe's. Hint: "
                           f"{hint}.", quiet)
@@ -122,8 +122,8 @@ def check_unknown_rate(ex, student_fn, quiet: bool = False):
             return ex.report(FAILED, f"on '{description}': return a number, got {got!r}.", quiet)
         expected = reference_unknown_rate(token_lists, vocab)
         if not math.isclose(got, expected, abs_tol=1e-9):
-            hint = next((text for text, wrong in _unknown_mistakes(token_lists, vocab)
-                         if math.isclose(got, wrong, abs_tol=1e-9)), "")
+            hint = known_mistake(_unknown_mistakes(token_lists, vocab),
+                                 lambda wrong, got=got: math.isclose(got, wrong, abs_tol=1e-9))
             hint = hint or "count the tokens that are not `in vocab`, divide by the number of tokens"
             return ex.report(FAILED, f"on '{description}': got {got:.4g}. Hint: {hint}.", quiet)
     return ex.report(PASSED, f"all {len(cases)} cases agree with the reference.", quiet)

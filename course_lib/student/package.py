@@ -10,6 +10,8 @@ and for the ownership table.
 from __future__ import annotations
 
 import importlib
+import importlib.machinery
+import importlib.util
 import sys
 from pathlib import Path
 from types import ModuleType
@@ -88,17 +90,30 @@ def fresh_import(modules: list[str], directory: str | Path = ".", package: str =
     for name in [m for m in sys.modules if m == package or m.startswith(package + ".")]:
         del sys.modules[name]  # a fresh import: the notebooks may have saved new versions
     importlib.invalidate_caches()
-    sys.path.insert(0, root)
+    imported = {}
+    for module in modules:
+        try:
+            if package not in sys.modules:
+                _import_package(package, root)
+            imported[module] = importlib.import_module(f"{package}.{module}")  # found through the package's folder
+        except Exception as error:
+            raise SavedImportError(module, package, error) from error
+    return imported
+
+
+def _import_package(package: str, root: str) -> None:
+    """Import ``<root>/<package>/`` as the package ``package``, found as ``import`` would find it with ``root``
+    on ``sys.path`` (which stays as it is); its modules are then imported from the package's own folder."""
+    spec = importlib.machinery.PathFinder.find_spec(package, [root])
+    if spec is None:
+        raise ModuleNotFoundError(f"No module named {package!r}", name=package)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[package] = module
     try:
-        imported = {}
-        for module in modules:
-            try:
-                imported[module] = importlib.import_module(f"{package}.{module}")
-            except Exception as error:
-                raise SavedImportError(module, package, error) from error
-        return imported
-    finally:
-        sys.path.remove(root)
+        spec.loader.exec_module(module)
+    except BaseException:
+        del sys.modules[package]
+        raise
 
 
 def import_saved(module: str, directory: str | Path = ".", package: str = MY_PACKAGE) -> ModuleType:

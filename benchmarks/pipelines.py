@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import math
 from contextlib import contextmanager
+from dataclasses import replace
 
 import torch
 from time_to_bleu import TorchTransformerTranslator
@@ -34,6 +35,7 @@ from course_lib import data, loading
 from course_lib import train as cli
 from course_lib.decoding import translate_token_lists
 from course_lib.model import Transformer, TransformerConfig
+from course_lib.run_spec import RunSpec
 from course_lib.schedule import ADAM_BETAS, ADAM_EPS
 from course_lib.training import capture_rng_state, restore_rng_state, train_epochs
 from course_lib.utils import seed_everything
@@ -74,30 +76,30 @@ class Pipeline:
 
 
 class CourseData:
-    """The course command line's reading of the data and its recipe, shared by ``course`` and ``torch_recipe``."""
+    """The course command line's reading of the data and its recipe, shared by ``course`` and ``torch_recipe``.
 
-    def __init__(self, files: dict, args, course_flags: list[str]):
-        argv = [*course_flags, "--src-files", *files["src"], "--tgt-files", *files["tgt"], "--epochs", str(args.epochs),
-                "--time-budget", "0", "--threads", str(args.threads), "--seed", str(args.seed), "--no-progress",
-                "--src-lang", args.src_lang, "--tgt-lang", args.tgt_lang]
-        if args.max_train_pairs:
-            argv += ["--max-train-pairs", str(args.max_train_pairs)]
-        if args.max_eval_pairs:
-            argv += ["--max-eval-pairs", str(args.max_eval_pairs)]
-        self.options = cli.build_parser().parse_args(argv)
-        splits = cli.load_splits(self.options)
-        tokenizers = data.default_tokenizers(src_lang=args.src_lang, tgt_lang=args.tgt_lang)
-        words = {name: data.tokenize_pairs(pairs, tokenizers) for name, pairs in splits.items()}
-        self.tokens = cli.apply_subwords(self.options, words, log=lambda *_: None)  # BPE pieces if --subword-merges
+    Args:
+        files: ``{"src": [train, valid, test], "tgt": [...]}``.
+        args: the benchmark's settings (epochs, threads, seed, languages, pair limits).
+        course: the course pipeline's run (:class:`~course_lib.run_spec.RunSpec` of the flags the benchmark
+            passes on); the benchmark's settings and ``files`` replace its data and training fields.
+    """
+
+    def __init__(self, files: dict, args, course: RunSpec):
+        spec = replace(course, src_files=list(files["src"]), tgt_files=list(files["tgt"]), epochs=args.epochs,
+                       time_budget=0.0, threads=args.threads, seed=args.seed, progress=False,
+                       src_lang=args.src_lang, tgt_lang=args.tgt_lang,
+                       max_train_pairs=args.max_train_pairs or course.max_train_pairs,
+                       max_eval_pairs=args.max_eval_pairs or course.max_eval_pairs)
+        prepared = cli.prepare_data(spec, log=lambda *_: None)  # BPE pieces if subword_merges
+        self.options, self.tokens, self.recipe, self.config = prepared.spec, prepared.tokens, prepared.recipe, prepared.config
+        self.vocabs = (prepared.src_vocab, prepared.tgt_vocab)
         self.units = (f"cased BPE pieces ({self.options.subword_merges:,} merges per language)"
                       if self.options.subword_merges else "cased words")
-        self.recipe = cli.apply_recipe(self.options, cli.given_options(argv), self.tokens["train"])
-        self.vocabs = data.build_vocabs(self.tokens["train"], min_freq=self.options.min_freq)
-        self.config = cli.model_config(self.options, *self.vocabs)
         self.train_set = data.make_dataset(self.tokens["train"], *self.vocabs, max_len=self.config.max_len - 2)
 
     def settings(self):
-        settings = cli.train_config(self.options)
+        settings = self.options.train_config()
         # score the weights of each epoch and keep the last (the command line's --keep last): the rule that
         # picks an epoch is course_lib.training.choose_epoch, here and in report.py
         settings.best_checkpoint, settings.select_by = None, "last"

@@ -47,6 +47,7 @@ from course_lib import data
 from course_lib import train as cli
 from course_lib.evaluation import score_outputs
 from course_lib.model import TransformerConfig
+from course_lib.run_spec import RunSpec
 from course_lib.tokenization import Tokenizer
 from course_lib.utils import configure_threads, get_device
 
@@ -106,11 +107,10 @@ def parse_args(argv):
     return args, course_flags
 
 
-def run_name(args, course_flags) -> str:
+def run_name(args, course: RunSpec) -> str:
     if args.run:
         return args.run
-    options = cli.build_parser().parse_args(course_flags)
-    return f"d{options.d_model}-h{options.n_heads}-ff{options.d_ff}-l{options.layers or 'default'}-e{args.epochs}"
+    return f"d{course.d_model}-h{course.n_heads}-ff{course.d_ff}-l{course.layers or 'default'}-e{args.epochs}"
 
 
 def settings_key(args, course_flags) -> dict:
@@ -133,19 +133,18 @@ def is_complete(path: Path, key: dict) -> bool:
     return bool(record.get("complete")) and record.get("settings") == key
 
 
-def build_pipelines(wanted, seed, args, course_flags, files, device):
+def build_pipelines(wanted, seed, args, course: RunSpec, files, device):
     pipelines = []
     seeded = argparse.Namespace(**{**vars(args), "seed": seed})
     size = None
     if {"course", "torch_recipe"} & set(wanted):
-        shared = CourseData(files, seeded, course_flags)
+        shared = CourseData(files, seeded, course)
         size = shared.config
         pipelines += [CourseRecipePipeline(name, shared, seed) for name in ("course", "torch_recipe") if name in wanted]
     if "classic" in wanted:
         if size is None:
-            options = cli.build_parser().parse_args(course_flags)
-            layers = {} if options.layers is None else {"n_encoder_layers": options.layers, "n_decoder_layers": options.layers}
-            size = TransformerConfig(d_model=options.d_model, n_heads=options.n_heads, d_ff=options.d_ff, **layers)
+            layers = {} if course.layers is None else {"n_encoder_layers": course.layers, "n_decoder_layers": course.layers}
+            size = TransformerConfig(d_model=course.d_model, n_heads=course.n_heads, d_ff=course.d_ff, **layers)
         splits = {name: data.read_parallel_files(files["src"][i], files["tgt"][i])
                   for i, name in enumerate(("train", "valid", "test"))}
         if args.max_train_pairs:
@@ -168,13 +167,13 @@ def evaluate(pipeline, references: dict, tokenizer, splits=("valid", "test"), be
     return result
 
 
-def run_seed(seed, args, course_flags, files, references, tokenizer, device, folder: Path, key: dict) -> None:
+def run_seed(seed, args, course: RunSpec, files, references, tokenizer, device, folder: Path, key: dict) -> None:
     todo = [name for name in args.pipelines
             if args.force or not is_complete(folder / f"{name}-seed{seed}.json", key)]
     if not todo:
         print(f"seed {seed}: complete, skipped", flush=True)
         return
-    pipelines = build_pipelines(todo, seed, args, course_flags, files, device)
+    pipelines = build_pipelines(todo, seed, args, course, files, device)
     records = {}
     last = args.stop_after or args.epochs
     splits = ("valid",) if args.valid_only else ("valid", "test")
@@ -224,6 +223,7 @@ def run_seed(seed, args, course_flags, files, references, tokenizer, device, fol
 def main(argv=None) -> Path:
     """Run the benchmark for every seed; returns the run's results folder."""
     args, course_flags = parse_args(argv)
+    course = cli.parse_run_spec(course_flags)  # the course pipeline's run: the flags passed on, parsed once
     warnings.filterwarnings("ignore", message="The PyTorch API of nested tensors")
     warnings.filterwarnings("ignore", message="enable_nested_tensor is True")
     threads = configure_threads(args.threads)
@@ -236,11 +236,11 @@ def main(argv=None) -> Path:
         references = {k: v[: args.max_eval_pairs] for k, v in references.items()}
     tokenizer = Tokenizer(args.tgt_lang)
     device = get_device(None)
-    out = Path(args.results_dir) / run_name(args, course_flags)
+    out = Path(args.results_dir) / run_name(args, course)
     key = settings_key(args, course_flags)
     print(f"torch {torch.__version__}, {threads} thread(s), device {device}; data {folder}; results {out}", flush=True)
     for seed in args.seeds:
-        run_seed(seed, args, course_flags, files, references, tokenizer, device, out, key)
+        run_seed(seed, args, course, files, references, tokenizer, device, out, key)
     return out
 
 

@@ -27,11 +27,12 @@ import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-import kernel as kernel_mod
 import nbformat
-import partial_credit
-import sandbox
-from remote import AnswerUnreadable, Connection, KernelGone, decode
+
+from instructor import kernel as kernel_mod
+from instructor import partial_credit, sandbox
+from instructor.exercise_cells import check_call
+from instructor.remote import AnswerUnreadable, Connection, KernelGone, decode
 
 ROOT = Path(__file__).resolve().parent.parent
 LINKED_PAGES = (ROOT / "notebooks" / "mask_card.md",)
@@ -112,12 +113,6 @@ def _is_test_cell(cell) -> bool:
         "graded-exercise" in meta.get("tags", [])
 
 
-def _check_call(source: str):
-    from student_edition import check_call
-
-    return check_call(source)
-
-
 @dataclass(frozen=True)
 class GradingPoint:
     """Where and on what an exercise is graded.
@@ -151,7 +146,7 @@ def _grading_point(nb, spec: ExerciseSpec) -> GradingPoint:
     for index, cell in enumerate(nb.cells):
         if cell.get("cell_type") != "code":
             continue
-        call = _check_call(_source(cell))
+        call = check_call(_source(cell))
         if call and call[:2] == (spec.module, spec.checker):
             found = GradingPoint(index, call[2] or spec.arguments)
     if found.index != -1:

@@ -26,7 +26,7 @@ def student_text(text: str, limit: int = DETAIL_CHARS) -> str:
     text = re.sub(r"raised\s+" + EXCEPTION_NAME.pattern, "raised an error: ", str(text))
     text = EXCEPTION_NAME.sub("", text)
     text = PATH.sub("(a file)", text)
-    text = re.sub(r"'?hidden_tests[\w.]*'?", "the grader", text)
+    text = re.sub(r"'?(?:instructor\.)?hidden_tests[\w.]*'?", "the grader", text)
     text = " ".join(text.split())
     return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
 

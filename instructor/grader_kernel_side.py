@@ -192,11 +192,11 @@ class _Unpickler(pickle.Unpickler):
         return OBJECTS[int(pid)]
 
     def find_class(self, module, name):
-        if module == "hidden_tests.rules":  # the exercises' rules (no hidden test in them)
+        if module == "instructor.hidden_tests.rules":  # the exercises' rules (no hidden test in them)
             if self.rules is None:
                 raise pickle.UnpicklingError("the rules come with a graded call only")
             return getattr(self.rules, name)
-        if module == "grader_kernel_side":
+        if module == "instructor.grader_kernel_side":  # this module, as the grader's process names it
             return globals()[name]
         return super().find_class(module, name)
 

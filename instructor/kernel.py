@@ -18,9 +18,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import nbformat
-import sandbox
 from jupyter_client import KernelManager
 from jupyter_client.kernelspec import KernelSpecManager
+
+from instructor import sandbox
 
 HERE = Path(__file__).resolve().parent
 KERNEL_SIDE = HERE / "grader_kernel_side.py"
@@ -81,9 +82,15 @@ class SandboxedKernel:
             self.client.wait_for_ready(timeout=startup_seconds)
         except RuntimeError as exc:
             raise KernelDied(f"the kernel did not start: {exc}") from None
-        boot = (f"import sys\nsys.path.insert(0, {str(self.grader_dir)!r})\nimport grader_kernel_side\n"
-                f"grader_kernel_side.EXCHANGE = {str(self.exchange)!r}\ndel grader_kernel_side\n"
-                f"sys.path.remove({str(self.grader_dir)!r})\n"
+        # The helper is loaded from its file, as the module "grader_kernel_side" (the name the grader's requests
+        # use in the kernel), without putting the grader's folder on the kernel's sys.path.
+        helper = str(self.grader_dir / KERNEL_SIDE.name)
+        boot = ("import sys\nimport importlib.util as _grader_util\n"
+                f"_grader_spec = _grader_util.spec_from_file_location('grader_kernel_side', {helper!r})\n"
+                "sys.modules['grader_kernel_side'] = _grader_util.module_from_spec(_grader_spec)\n"
+                "_grader_spec.loader.exec_module(sys.modules['grader_kernel_side'])\n"
+                f"sys.modules['grader_kernel_side'].EXCHANGE = {str(self.exchange)!r}\n"
+                "del _grader_util, _grader_spec\n"
                 "print(sorted(sys._current_frames()))")
         result = self.execute(boot, timeout=60, silent=False)
         if result.status != "ok":

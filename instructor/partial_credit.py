@@ -29,14 +29,10 @@ from pathlib import Path
 
 import torch
 
-HERE = Path(__file__).resolve().parent
-if str(HERE) not in sys.path:
-    sys.path.insert(0, str(HERE))
+from instructor import hidden_tests
+from instructor.remote import KernelGone, Remote, RuleBroken
 
-import hidden_tests  # noqa: E402
-from remote import KernelGone, Remote, RuleBroken  # noqa: E402
-
-RULES_FILE = HERE / "hidden_tests" / "rules.py"
+RULES_FILE = Path(__file__).resolve().parent / "hidden_tests" / "rules.py"
 
 
 class BrokenRule(AssertionError):
@@ -158,7 +154,8 @@ def _recording(cases: dict[str, str | None]):
             return (_Failed(str(exc)),) * count
 
     replaced = {"call": call, "expect": expect, "unpack": unpack}
-    modules = [m for name, m in sys.modules.items() if name == "hidden_tests" or name.startswith("hidden_tests.")]
+    package = hidden_tests.__name__
+    modules = [m for name, m in sys.modules.items() if name == package or name.startswith(package + ".")]
     saved = [(m, name, getattr(m, name)) for m in modules for name in replaced if hasattr(m, name)]
     for module, name, _ in saved:
         setattr(module, name, replaced[name])

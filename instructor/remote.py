@@ -27,9 +27,10 @@ import types
 from functools import lru_cache
 from pathlib import Path
 
-import grader_kernel_side
 import numpy as np
 import torch
+
+from instructor import grader_kernel_side
 
 MAX_RESPONSE_BYTES = 512 << 20
 RULES_FILE = Path(__file__).resolve().parent / "hidden_tests" / "rules.py"
@@ -203,7 +204,7 @@ def _local_class(type_name: str):
 
 def _rebuildable(fn) -> bool:
     module = fn.__module__ or ""
-    return module.startswith("hidden_tests") or "<" in fn.__qualname__
+    return module.startswith("instructor.hidden_tests") or "<" in fn.__qualname__
 
 
 def _global_names(code: types.CodeType) -> set[str]:

@@ -14,15 +14,13 @@ lookup table of the public checker's cases).
 from __future__ import annotations
 
 import re
-import sys
 from pathlib import Path
 
 import nbformat
 
+from instructor.exercise_cells import check_call, hidden_registry, is_solution_cell
+
 ROOT = Path(__file__).resolve().parent.parent
-if str(ROOT / "scripts") not in sys.path:
-    sys.path.insert(0, str(ROOT / "scripts"))
-from student_edition import check_call, hidden_registry, is_solution_cell  # noqa: E402
 
 CODE_BLOCK = re.compile(r"```python\n(.*?)```", re.DOTALL)
 

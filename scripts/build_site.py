@@ -36,7 +36,8 @@ import time
 from pathlib import Path
 
 import nbformat
-from figure_alt_text import alt_texts
+
+from scripts.figure_alt_text import alt_texts
 
 ROOT = Path(__file__).resolve().parent.parent
 CONF_DIR = ROOT / "site"

@@ -62,8 +62,7 @@ from pathlib import Path
 import nbformat
 from nbconvert import SlidesExporter
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from slide_heights import (
+from scripts.slide_heights import (
     BLOCK_GAP,
     CODE_LINE,
     CODE_PAD_Y,
@@ -80,7 +79,7 @@ from slide_heights import (
     TEXT_LINE,
     TEXT_PX,
 )
-from slide_layout import deck_notebook
+from scripts.slide_layout import deck_notebook
 
 ROOT = Path(__file__).resolve().parent.parent
 TEMPLATES = Path(__file__).resolve().parent / "slides_template"

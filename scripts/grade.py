@@ -46,16 +46,13 @@ from pathlib import Path
 
 import nbformat
 
-HERE = Path(__file__).resolve().parent
-ROOT = HERE.parent
-for folder in (HERE, ROOT / "instructor"):
-    if str(folder) not in sys.path:
-        sys.path.insert(0, str(folder))
+from instructor import executor, feedback, sandbox
+from instructor import gradebook as gb
+from instructor.executor import ExerciseSpec
+from instructor.exercise_cells import hidden_registry
+from scripts import collect, student_edition
 
-import feedback  # noqa: E402
-import gradebook as gb  # noqa: E402
-import sandbox  # noqa: E402
-from executor import ExerciseSpec  # noqa: E402
+ROOT = Path(__file__).resolve().parent.parent
 
 STUDENT_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*")
 MANIFEST = "manifest.csv"
@@ -63,9 +60,7 @@ MANIFEST = "manifest.csv"
 
 def course_exercises(stems: list[str]) -> list[ExerciseSpec]:
     """Every graded exercise of the course notebooks ``stems``, in course order (from the course's notebooks)."""
-    import student_edition
-
-    registry = student_edition.hidden_registry()
+    registry = hidden_registry()
     specs = []
     for stem in stems:
         nb = nbformat.read(ROOT / "notebooks" / f"{stem}.ipynb", as_version=4)
@@ -99,8 +94,6 @@ def find_submissions(submissions: Path, stems: set[str]) -> Submissions:
         submissions: one folder per student.
         stems: the course notebooks' stems.
     """
-    import collect
-
     ordered = sorted(stems, key=len, reverse=True)
     result = Submissions()
     for folder in sorted(p for p in submissions.iterdir() if p.is_dir() and not p.name.startswith(".")):
@@ -148,15 +141,11 @@ _WORKER: dict = {}
 
 
 def _worker_init() -> None:
-    import student_edition
-
-    _WORKER["tests"] = student_edition.hidden_registry()
+    _WORKER["tests"] = hidden_registry()
 
 
 def _grade_task(student: str, path: str, notebook: str, specs: list[ExerciseSpec], limits: sandbox.Limits):
     """Grade one notebook in a worker; whatever fails becomes the notebook's result (never an exception)."""
-    import executor
-
     try:
         return executor.grade_notebook(student, Path(path), specs, _WORKER["tests"], limits, notebook)
     except (Exception, SystemExit) as exc:
@@ -166,8 +155,6 @@ def _grade_task(student: str, path: str, notebook: str, specs: list[ExerciseSpec
 
 def failed_result(student: str, notebook: str, specs: list[ExerciseSpec], why: str):
     """The result of a notebook the grader could not grade at all: every exercise "not graded", saying why."""
-    import executor
-
     exercises = [executor.ExerciseResult(s.exercise, 0.0, s.points, "not graded", f"Not graded: {why}.")
                  for s in specs]
     return executor.NotebookResult(student, notebook, exercises, run_note=why, isolation=sandbox.isolation())

@@ -18,14 +18,11 @@ import sys
 import time
 from pathlib import Path
 
-HERE = Path(__file__).resolve().parent
-ROOT = HERE.parent
-sys.path[:0] = [str(HERE), str(ROOT / "instructor")]
+from instructor import sandbox
+from instructor.synthetic import make_submission
+from scripts import grade, student_edition
 
-import grade  # noqa: E402
-import sandbox  # noqa: E402
-import student_edition  # noqa: E402
-from synthetic import make_submission  # noqa: E402
+ROOT = Path(__file__).resolve().parent.parent
 
 KINDS = ("right", "wrong", "hardcoded")
 

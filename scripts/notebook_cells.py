@@ -5,7 +5,7 @@ prerequisites, CPU run time, Colab badge), the stamped Colab set-up cell, an imp
 cell, teaching cells with slide metadata, exercises with check functions and collapsed
 solutions, and a closing summary.
 
-    from notebook_cells import markdown, code, opening_cells, write_notebook
+    from scripts.notebook_cells import markdown, code, opening_cells, write_notebook
     cells = opening_cells("04", "Attention", goals=[...], prerequisites=[...], minutes=1, imports="...")
     cells += [markdown("## Dot products", slide="slide"), code("x = torch.randn(3, 4)\\nx.shape")]
     write_notebook("notebooks/04_attention.ipynb", cells)

@@ -21,8 +21,7 @@ from pathlib import Path
 import nbformat
 from nbclient import NotebookClient
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from stamp_colab import repository_url, stamp
+from scripts.stamp_colab import repository_url, stamp
 
 KERNEL_NAME = "python3"
 PROGRESS_BAR = re.compile(r"\d+%\|")  # tqdm's "training:  40%|████      | 400/1000"

@@ -11,7 +11,7 @@ import math
 import re
 import struct
 
-from slide_words import CODE_SPAN, HTML_COMMENT, IMAGE, LINK, LIST_MARK, MATH, TAG, Block, parse_blocks
+from scripts.slide_words import CODE_SPAN, HTML_COMMENT, IMAGE, LINK, LIST_MARK, MATH, TAG, Block, parse_blocks
 
 # ------------------------------------------------------------------------------------------------
 # Layout, in the logical px of a slide (the template's CSS uses the same numbers)

@@ -10,8 +10,9 @@ import math
 from dataclasses import dataclass, field
 
 import nbformat
-from build_site import HIDDEN_TAGS, REMOVE_TAG  # the website's rule for the cells it leaves out
-from slide_heights import (
+
+from scripts.build_site import HIDDEN_TAGS, REMOVE_TAG  # the website's rule for the cells it leaves out
+from scripts.slide_heights import (
     BLOCK_GAP,
     CONTENT_HEIGHT,
     FIGURE_MAX_HEIGHT,
@@ -22,7 +23,7 @@ from slide_heights import (
     markdown_height,
     output_height,
 )
-from slide_words import (
+from scripts.slide_words import (
     WORD_BUDGET,
     Block,
     count_words,

@@ -24,8 +24,7 @@ from pathlib import Path
 
 import nbformat
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from notebook_cells import hide_cell
+from scripts.notebook_cells import hide_cell
 
 ROOT = Path(__file__).resolve().parent.parent
 BADGE_RE = re.compile(r"^\[!\[Open In Colab\]\(https://colab\.research\.google\.com/assets/colab-badge\.svg\)\]\([^)]*\)$", re.M)

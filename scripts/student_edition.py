@@ -28,9 +28,7 @@ Usage:
 from __future__ import annotations
 
 import argparse
-import ast
 import csv
-import os
 import re
 import shutil
 import sys
@@ -39,18 +37,14 @@ from pathlib import Path
 
 import nbformat
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from notebook_cells import CHECK_TAG
-
 from course_lib.student.magic import skeleton
+from instructor.exercise_cells import check_call, hidden_registry, is_solution_cell, kernel_environment
+from scripts.notebook_cells import CHECK_TAG
 
 ROOT = Path(__file__).resolve().parent.parent
-HIDDEN_TESTS_DIR = ROOT / "instructor"
 COURSE_ID = "transformers-from-scratch"
 # Pages the notebooks link to by a relative path: handed out next to the notebooks.
 LINKED_PAGES = (ROOT / "notebooks" / "mask_card.md",)
-CHECKER_MODULE = re.compile(r"nb\d\d")
-SOLUTION_SUMMARY = re.compile(r"<summary>[^<]*solution[^<]*</summary>", re.IGNORECASE)
 BEGIN_HIDDEN, END_HIDDEN = "### BEGIN HIDDEN TESTS", "### END HIDDEN TESTS"
 
 
@@ -82,39 +76,6 @@ class Exercise:
     def grade_id(self) -> str:
         """The nbgrader id of the test cell (unique within a notebook)."""
         return f"hidden_{self.module}_{self.checker}"
-
-
-def hidden_registry() -> dict:
-    """Import instructor/hidden_tests and return its registry {(module, checker): HiddenTest}."""
-    if str(HIDDEN_TESTS_DIR) not in sys.path:
-        sys.path.insert(0, str(HIDDEN_TESTS_DIR))
-    import hidden_tests
-
-    return hidden_tests.load_all()
-
-
-def is_solution_cell(cell) -> bool:
-    """A collapsed solution: a markdown cell with a ``<details>`` whose summary mentions a solution."""
-    return cell.cell_type == "markdown" and "<details" in cell.source and bool(SOLUTION_SUMMARY.search(cell.source))
-
-
-def check_call(source: str) -> tuple[str, str, str] | None:
-    """``(module, checker, arguments)`` of the last top-level ``nbNN.check_…(…)`` call in a code cell, or None."""
-    try:
-        tree = ast.parse(source)
-    except SyntaxError:  # IPython magics and the like: not an exercise cell
-        return None
-    found = None
-    for node in tree.body:
-        call = node.value if isinstance(node, (ast.Expr, ast.Assign)) else None
-        if not isinstance(call, ast.Call) or not isinstance(call.func, ast.Attribute):
-            continue
-        owner = call.func.value
-        if isinstance(owner, ast.Name) and CHECKER_MODULE.fullmatch(owner.id) and call.func.attr.startswith("check_"):
-            parts = [ast.get_source_segment(source, arg) for arg in call.args]
-            parts += [f"{kw.arg}={ast.get_source_segment(source, kw.value)}" for kw in call.keywords if kw.arg != "quiet"]
-            found = (owner.id, call.func.attr, ", ".join(parts))
-    return found
 
 
 def find_exercises(nb, notebook: str, registry: dict) -> list[Exercise]:
@@ -156,7 +117,7 @@ def grading_cell(exercise: Exercise):
         heading,
         "# Keep this cell; your answer above must run without errors.",
         BEGIN_HIDDEN,
-        "import hidden_tests",
+        "from instructor import hidden_tests",
         "",
         f"hidden_tests.grade({exercise.module!r}, {exercise.checker!r}, {exercise.arguments})",
         END_HIDDEN,
@@ -218,8 +179,7 @@ def instructor_notebook(nb, exercises: list[Exercise]):
 
 def hidden_justification_cell(test) -> dict:
     """``hidden_tests.justification_cell(test)``: the manually graded cell after a one-value exercise."""
-    hidden_registry()  # puts instructor/ on the path
-    import hidden_tests
+    from instructor import hidden_tests
 
     return hidden_tests.justification_cell(test)
 
@@ -243,15 +203,6 @@ def nbgrader_api(course_dir: Path):
     (course_dir / "exchange").mkdir(parents=True, exist_ok=True)
     coursedir = CourseDirectory(config=config)
     return NbGraderAPI(coursedir=coursedir, config=config)
-
-
-def kernel_environment() -> None:
-    """Make the notebooks' ``python3`` kernel this environment's Python, with the hidden tests importable."""
-    bin_dir = str(Path(sys.executable).parent)
-    os.environ["PATH"] = bin_dir + os.pathsep + os.environ.get("PATH", "")
-    paths = [str(HIDDEN_TESTS_DIR)] + [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
-    os.environ["PYTHONPATH"] = os.pathsep.join(dict.fromkeys(paths))
-    os.environ.setdefault("COURSE_NUM_THREADS", "1")
 
 
 def build_course(notebooks: list[Path], course_dir: Path) -> list[Exercise]:

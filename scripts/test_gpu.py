@@ -40,13 +40,16 @@ NOT_MEASURED = "not measured yet"
 SYLLABUS_HEADER = "| # | notebook | you will learn | CPU time | GPU time |"
 ROW = re.compile(r"^\| (\d\d) \| (.*) \| (≈ [\d.]+ min) \|(?: ([^|]*) \|)?$")
 
+# An IPython start-up file: loads tests/emulated_device.py by its path (the kernel's sys.path stays as it is)
 EMULATION_STARTUP = """\
-import os, sys
-sys.path.insert(0, {tests!r})
-from emulated_device import EmulatedDevice
-_course_emulated_device = EmulatedDevice()
+import importlib.util, os, sys
+_spec = importlib.util.spec_from_file_location("emulated_device", {module!r})
+sys.modules["emulated_device"] = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(sys.modules["emulated_device"])
+_course_emulated_device = sys.modules["emulated_device"].EmulatedDevice()
 _course_emulated_device.__enter__()
 os.environ["COURSE_DEVICE"] = "meta"
+del _spec
 """
 
 
@@ -106,7 +109,7 @@ def emulation_env(workdir: Path) -> dict:
     """Environment for kernels that run on the emulated device (an IPython start-up file enters it)."""
     startup = workdir / "profile_default" / "startup"
     startup.mkdir(parents=True, exist_ok=True)
-    (startup / "00-emulated-device.py").write_text(EMULATION_STARTUP.format(tests=str(REPO / "tests")))
+    (startup / "00-emulated-device.py").write_text(EMULATION_STARTUP.format(module=str(REPO / "tests" / "emulated_device.py")))
     return {"IPYTHONDIR": str(workdir), "COURSE_NUM_THREADS": os.environ.get("COURSE_NUM_THREADS", "1")}
 
 

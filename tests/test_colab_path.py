@@ -21,7 +21,6 @@ import json
 import os
 import shutil
 import subprocess
-import sys
 import sysconfig
 import venv
 from pathlib import Path
@@ -30,9 +29,9 @@ import nbformat
 import pytest
 from nbclient import NotebookClient
 
+from scripts.stamp_colab import SETUP_TAG, repository_url
+
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT / "scripts"))
-from stamp_colab import SETUP_TAG, repository_url  # noqa: E402
 
 NOTEBOOKS = ["00_welcome.ipynb", "11_decoding_and_attention.ipynb"]
 # Never visible in the fresh environment: the course itself, sacrebleu (Colab does not ship it), and

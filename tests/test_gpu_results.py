@@ -1,15 +1,14 @@
 """``make test-gpu`` (scripts/test_gpu.py): it stops on a machine without a GPU, and README's GPU column is
 what its results file says ("not measured yet" for a notebook it has not timed)."""
 
-import sys
 from pathlib import Path
 
 import pytest
 import torch
 
+from scripts import test_gpu
+
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT / "scripts"))
-import test_gpu  # noqa: E402
 
 FAKE = {"machine": {"gpu": "NVIDIA H100 80GB HBM3"},
         "notebooks": {"10_training.ipynb": {"ok": True, "seconds": 24.0, "error": None},

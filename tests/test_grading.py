@@ -10,21 +10,17 @@ from __future__ import annotations
 import csv
 import os
 import signal
-import sys
 import zipfile
 from pathlib import Path
 
 import nbformat
 import pytest
 
+from instructor import feedback, sandbox
+from instructor.synthetic import ATTACKS, FORK_SECONDS, make_attack, make_submission
+from scripts import collect, grade, student_edition
+
 ROOT = Path(__file__).resolve().parent.parent
-sys.path[:0] = [str(ROOT / "scripts"), str(ROOT / "instructor")]
-import collect  # noqa: E402
-import feedback  # noqa: E402
-import grade  # noqa: E402
-import sandbox  # noqa: E402
-import student_edition  # noqa: E402
-from synthetic import ATTACKS, FORK_SECONDS, make_attack, make_submission  # noqa: E402
 
 STEM = "04_attention"
 LIMITS = sandbox.Limits(cell_seconds=10, notebook_seconds=240, cpu_seconds=120)  # 10 s: an import cell can take 6 s under load

@@ -13,25 +13,19 @@ from __future__ import annotations
 import csv
 import json
 import os
-import sys
 import time
 from pathlib import Path
 
 import nbformat
 import pytest
+import torch
+
+from instructor import executor, feedback, hidden_tests, partial_credit, sandbox
+from instructor import gradebook as gb
+from instructor.synthetic import make_submission
+from scripts import grade, student_edition
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path[:0] = [str(ROOT / "scripts"), str(ROOT / "instructor")]
-import executor  # noqa: E402
-import feedback  # noqa: E402
-import grade  # noqa: E402
-import gradebook as gb  # noqa: E402
-import hidden_tests  # noqa: E402
-import partial_credit  # noqa: E402
-import sandbox  # noqa: E402
-import student_edition  # noqa: E402
-import torch  # noqa: E402
-from synthetic import make_submission  # noqa: E402
 
 STEM = "04_attention"
 LIMITS = sandbox.Limits(cell_seconds=20, notebook_seconds=240, cpu_seconds=120)

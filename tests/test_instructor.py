@@ -20,13 +20,10 @@ from pathlib import Path
 import nbformat
 import pytest
 
+from instructor.synthetic import CODE_BLOCK, make_submission
+from scripts import build_slides, grade, student_edition
+
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT / "scripts"))
-sys.path.insert(0, str(ROOT / "instructor"))
-import build_slides  # noqa: E402
-import grade  # noqa: E402
-import student_edition  # noqa: E402
-from synthetic import CODE_BLOCK, make_submission  # noqa: E402
 
 NOTEBOOKS = sorted((ROOT / "notebooks").glob("*.ipynb"))
 # nbgrader's gradebook code triggers SQLAlchemy session warnings that say nothing about the course
@@ -99,9 +96,8 @@ def test_every_exercise_is_graded_by_a_hidden_test(edition):
 def test_hidden_peak_rate_rule_is_the_recipe_s():
     """Hidden test 14.1 writes the recipe's rule out on its own (it must not import course_lib's answer);
     when the recipe changes, this fails instead of the hidden test failing the notebook's own solution."""
-    from hidden_tests import nb14
-
     from course_lib.recipe import peak_lr_for
+    from instructor.hidden_tests import nb14
 
     for d_model, layers in [(32, 1), (64, 2), (96, 5), (256, 3), (384, 4), (512, 6), (1024, 8)]:
         assert nb14._recipe_peak(d_model, layers) == pytest.approx(peak_lr_for(d_model, layers), rel=1e-9), (d_model, layers)
@@ -290,7 +286,7 @@ def test_live_presentation_with_rise_works_offline(tmp_path):
 def test_collect_sorts_an_archive_into_one_folder_per_student(tmp_path):
     import zipfile
 
-    import collect
+    from scripts import collect
 
     archive = tmp_path / "export.zip"
     with zipfile.ZipFile(archive, "w") as zf:

@@ -3,7 +3,6 @@ every graded exercise with its worked solution and its grading mode."""
 
 from __future__ import annotations
 
-import importlib.util
 import re
 from pathlib import Path
 
@@ -14,11 +13,9 @@ ROOT = Path(__file__).resolve().parent.parent
 
 @pytest.fixture(scope="module")
 def pack():
-    spec = importlib.util.spec_from_file_location("instructor_pack", ROOT / "scripts" / "instructor_pack.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    registry = module.student_edition.hidden_registry()
-    return module, registry
+    from scripts import instructor_pack
+
+    return instructor_pack, instructor_pack.student_edition.hidden_registry()
 
 
 def test_the_plan_has_six_weeks_every_notebook_and_every_point(pack):

@@ -156,7 +156,8 @@ def test_colab_stamp_is_up_to_date():
     if not NOTEBOOKS:
         pytest.skip("no notebooks yet")
     result = subprocess.run(
-        [sys.executable, str(ROOT / "scripts" / "stamp_colab.py"), "--check", *map(str, NOTEBOOKS)],
+        [sys.executable, "-m", "scripts.stamp_colab", "--check", *map(str, NOTEBOOKS)],
+        cwd=ROOT,
         capture_output=True,
         text=True,
     )
@@ -241,8 +242,7 @@ def test_kernelspec_is_the_default_python(notebook):
 def test_slides_build(tmp_path):
     if not NOTEBOOKS:
         pytest.skip("no notebooks yet")
-    sys.path.insert(0, str(ROOT / "scripts"))
-    from build_slides import build_slides
+    from scripts.build_slides import build_slides
 
     html = build_slides(NOTEBOOKS[0], tmp_path).read_text(encoding="utf-8")
     assert "reveal" in html.lower() and "<section" in html

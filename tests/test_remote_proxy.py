@@ -17,16 +17,16 @@ import pytest
 import torch
 from torch import nn
 
+from instructor import grader_kernel_side, remote
+
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT / "instructor"))
-import grader_kernel_side  # noqa: E402
-import remote  # noqa: E402
 
 
 @pytest.fixture()
 def connect(tmp_path, monkeypatch):
     monkeypatch.setattr(grader_kernel_side, "EXCHANGE", str(tmp_path))
     monkeypatch.setattr(grader_kernel_side, "OBJECTS", {})
+    monkeypatch.setitem(sys.modules, "grader_kernel_side", grader_kernel_side)  # its name in a kernel (instructor/kernel.py)
 
     def execute(code, timeout, silent):
         grad = torch.is_grad_enabled()  # the kernel side resets it after a request; a real kernel is another process

@@ -19,7 +19,6 @@ Costs about 10 s to build the decks and 35 s per screen size on a 2-core machine
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 import nbformat
@@ -27,12 +26,9 @@ import pytest
 from chromium import headless_chromium
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook, new_output
 
+from scripts import build_slides, slide_heights, slide_layout, slide_words
+
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT / "scripts"))
-import build_slides  # noqa: E402
-import slide_heights  # noqa: E402
-import slide_layout  # noqa: E402
-import slide_words  # noqa: E402
 
 NOTEBOOKS = sorted((ROOT / "notebooks").glob("*.ipynb"))
 SCREENS = [(1920, 1080), (1280, 720)]

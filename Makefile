@@ -44,24 +44,24 @@ lint: $(CONFIGURED)
 
 ## Re-execute every notebook top to bottom in a fresh kernel and store its outputs.
 regenerate: $(CONFIGURED)
-	$(BIN)/python scripts/regenerate_notebooks.py notebooks/*.ipynb
+	$(BIN)/python -m scripts.regenerate_notebooks notebooks/*.ipynb
 
 ## Build reveal.js slides for every notebook into build/slides/ (work offline: reveal.js and MathJax are copied there),
 ## re-cut so that every slide fits a 1920 x 1080 or 1280 x 720 screen (scripts/build_slides.py).
 slides: $(CONFIGURED)
-	$(BIN)/python scripts/build_slides.py notebooks/*.ipynb
+	$(BIN)/python -m scripts.build_slides notebooks/*.ipynb
 
 ## Build the course website into build/site/ from the committed notebooks (no execution, no network).
 site: $(CONFIGURED)
-	$(BIN)/python scripts/build_site.py
+	$(BIN)/python -m scripts.build_site
 
 ## Student edition of every notebook into build/student_edition/: solutions removed, exercises graded by hidden tests.
 student-edition: $(CONFIGURED)
-	$(BIN)/python scripts/student_edition.py notebooks/*.ipynb
+	$(BIN)/python -m scripts.student_edition notebooks/*.ipynb
 
 ## The instructor's pack into build/instructor/: a six-week course plan and the answer key (never hand it out).
 instructor-pack: $(CONFIGURED)
-	$(BIN)/python scripts/instructor_pack.py
+	$(BIN)/python -m scripts.instructor_pack
 
 ## Sort handed-in notebooks (a .zip export or a folder) into submissions/<student>/ with a manifest.csv:
 ## make collect FROM=export.zip [ROSTER=roster.csv] [FORMAT=moodle|canvas|folders] [PATTERN='regex']
@@ -70,7 +70,7 @@ FORMAT ?= auto
 PATTERN ?=
 collect: $(CONFIGURED)
 	@test -n "$(FROM)" || { echo "usage: make collect FROM=export.zip [ROSTER=roster.csv] [FORMAT=auto]"; exit 2; }
-	$(BIN)/python scripts/collect.py "$(FROM)" --format "$(FORMAT)" $(if $(ROSTER),--roster "$(ROSTER)",) \
+	$(BIN)/python -m scripts.collect "$(FROM)" --format "$(FORMAT)" $(if $(ROSTER),--roster "$(ROSTER)",) \
 		$(if $(PATTERN),--pattern '$(PATTERN)',)
 
 ## Grade submitted notebooks in sandboxes, only new or changed ones unless STUDENTS is given:
@@ -80,7 +80,7 @@ STUDENTS ?=
 GRADE_FLAGS ?=
 grade: $(CONFIGURED)
 	@test -n "$(SUBMISSIONS)" || { echo "usage: make grade SUBMISSIONS=folder [JOBS=2] [STUDENTS=\"a b\"]"; exit 2; }
-	$(BIN)/python scripts/grade.py "$(SUBMISSIONS)" -j $(JOBS) $(if $(STUDENTS),--students $(STUDENTS),) $(GRADE_FLAGS)
+	$(BIN)/python -m scripts.grade "$(SUBMISSIONS)" -j $(JOBS) $(if $(STUDENTS),--students $(STUDENTS),) $(GRADE_FLAGS)
 
 ## Present a notebook live with running code (RISE): make present NB=notebooks/04_attention.ipynb
 ## Extra server options: make present PRESENT_FLAGS="--no-browser --port 8890". As root (a container or a
@@ -105,7 +105,7 @@ benchmark: $(CONFIGURED)
 ## On a machine with a CUDA GPU: the unit tests and every notebook executed on the GPU (scripts/test_gpu.py);
 ## writes benchmarks/results/gpu_tests.json and README's GPU column. Stops, saying so, when there is no GPU.
 test-gpu: $(CONFIGURED)
-	$(BIN)/python scripts/test_gpu.py
+	$(BIN)/python -m scripts.test_gpu
 
 clean:
 	rm -rf build .pytest_cache .ruff_cache

@@ -19,8 +19,8 @@ repository on GitHub instead. Sphinx then builds HTML into ``build/site`` with t
 successful build proves that nothing was fetched.
 
 Usage:
-    python scripts/build_site.py               # build into build/site
-    python scripts/build_site.py --out DIR     # build elsewhere
+    python -m scripts.build_site               # build into build/site
+    python -m scripts.build_site --out DIR     # build elsewhere
 """
 
 from __future__ import annotations

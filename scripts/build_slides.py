@@ -48,7 +48,7 @@ estimates and the slide's geometry), ``slide_layout`` (cells onto slides: contin
 figures) and this file (the offline reveal.js export and the command line).
 
 Usage:
-    python scripts/build_slides.py notebooks/*.ipynb [--out build/slides]
+    python -m scripts.build_slides notebooks/*.ipynb [--out build/slides]
 """
 
 from __future__ import annotations

@@ -23,7 +23,7 @@ manifest and reported. A notebook renamed by its student (``my attention (1).ipy
 locked test cells inside it (``make grade`` matches the same way: :func:`match_notebook`); when a student handed in a notebook twice, the latest submission is kept.
 
 Usage:
-    python scripts/collect.py FROM [--out submissions] [--format auto] [--pattern REGEX] [--roster roster.csv]
+    python -m scripts.collect FROM [--out submissions] [--format auto] [--pattern REGEX] [--roster roster.csv]
 """
 
 from __future__ import annotations

@@ -12,7 +12,7 @@ metadata ``mystnb.image.alt``); ``tests/test_site.py`` checks in the browser tha
 without a meaningful text.
 
 Usage (prints every figure's text):
-    python scripts/figure_alt_text.py notebooks/*.ipynb
+    python -m scripts.figure_alt_text notebooks/*.ipynb
 """
 
 from __future__ import annotations

@@ -28,8 +28,8 @@ Output (default ``build/grading/``):
     graded/<student>/<notebook>.ipynb the notebook as graded (test cells after their exercises, with the grade)
 
 Usage:
-    python scripts/grade.py SUBMISSIONS [--out build/grading] [-j 2] [--students alice bob] [--all]
-    python scripts/grade.py SUBMISSIONS --override alice 04.3 3 --reason "checked by hand"
+    python -m scripts.grade SUBMISSIONS [--out build/grading] [-j 2] [--students alice bob] [--all]
+    python -m scripts.grade SUBMISSIONS --override alice 04.3 3 --reason "checked by hand"
 """
 
 from __future__ import annotations

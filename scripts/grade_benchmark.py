@@ -6,7 +6,7 @@ student and grades again (only that student runs; the others' rows must stay as 
 the wall times. A benchmark, not a test: the figures depend on the machine and its load.
 
 Usage:
-    python scripts/grade_benchmark.py [--students 60] [-j 2] [--out build/grade_benchmark]
+    python -m scripts.grade_benchmark [--students 60] [-j 2] [--out build/grade_benchmark]
 """
 
 from __future__ import annotations

@@ -13,7 +13,7 @@ The pack goes to ``build/instructor/``, never into ``build/student_edition/``; l
 it out of what students can see. The guide for teaching assistants is ``instructor/ta_guide.md``.
 
 Usage:
-    python scripts/instructor_pack.py [--out build]
+    python -m scripts.instructor_pack [--out build]
 """
 
 from __future__ import annotations

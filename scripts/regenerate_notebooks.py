@@ -6,7 +6,7 @@ regenerated notebook differs from the last one only where its outputs changed. T
 (COURSE_NUM_THREADS=1), as CI does.
 
 Usage:
-    python scripts/regenerate_notebooks.py notebooks/*.ipynb
+    python -m scripts.regenerate_notebooks notebooks/*.ipynb
 """
 
 from __future__ import annotations

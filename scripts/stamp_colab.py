@@ -11,8 +11,8 @@ The address lives in one place, ``[project.urls] Repository`` in pyproject.toml.
 This script rewrites both from the templates below.
 
 Usage:
-    python scripts/stamp_colab.py notebooks/*.ipynb          # rewrite in place
-    python scripts/stamp_colab.py --check notebooks/*.ipynb  # exit 1 if any notebook is out of date
+    python -m scripts.stamp_colab notebooks/*.ipynb          # rewrite in place
+    python -m scripts.stamp_colab --check notebooks/*.ipynb  # exit 1 if any notebook is out of date
 """
 
 from __future__ import annotations

@@ -22,7 +22,7 @@ The exercise cells themselves are handed out exactly as they are in the course (
 call and all), so students keep the self-checks. ``scripts/grade.py`` grades the submissions.
 
 Usage:
-    python scripts/student_edition.py [notebooks/*.ipynb] [--out build]
+    python -m scripts.student_edition [notebooks/*.ipynb] [--out build]
 """
 
 from __future__ import annotations

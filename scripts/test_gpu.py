@@ -13,10 +13,10 @@ mix-up a GPU would reveal raises), several times slower, for a check without a G
 ``build/`` and never into the results file.
 
 Usage:
-    python scripts/test_gpu.py                      # unit tests + every notebook on CUDA, results file
-    python scripts/test_gpu.py --notebooks-only notebooks/10_training.ipynb
-    python scripts/test_gpu.py --emulate notebooks/10_training.ipynb   # no GPU: emulated device
-    python scripts/test_gpu.py --readme             # rewrite README's GPU column from the results file
+    python -m scripts.test_gpu                      # unit tests + every notebook on CUDA, results file
+    python -m scripts.test_gpu --notebooks-only notebooks/10_training.ipynb
+    python -m scripts.test_gpu --emulate notebooks/10_training.ipynb   # no GPU: emulated device
+    python -m scripts.test_gpu --readme             # rewrite README's GPU column from the results file
 """
 
 from __future__ import annotations
@@ -178,7 +178,7 @@ def main(argv: list[str] | None = None) -> int:
         results_path = RESULTS
     print(f"make test-gpu: running on {machine()['gpu']} (torch {torch.__version__})", flush=True)
     results = {"date": datetime.date.today().isoformat(), "machine": machine(),
-               "command": "python scripts/test_gpu.py " + " ".join(argv if argv is not None else sys.argv[1:]),
+               "command": "python -m scripts.test_gpu " + " ".join(argv if argv is not None else sys.argv[1:]),
                "notebooks": {}}
     if not args.notebooks_only:
         results["unit_tests"] = run_unit_tests({**os.environ, **env_updates})

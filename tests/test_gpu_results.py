@@ -19,7 +19,7 @@ def test_readme_gpu_column_is_the_results_file():
     readme = (ROOT / "README.md").read_text(encoding="utf-8")
     assert test_gpu.SYLLABUS_HEADER in readme
     assert test_gpu.render_readme(readme, test_gpu.load_results()) == readme, \
-        "README's GPU column is stale: run python scripts/test_gpu.py --readme"
+        "README's GPU column is stale: run python -m scripts.test_gpu --readme"
 
 
 def test_the_column_shows_times_failures_and_what_was_not_measured():

@@ -23,17 +23,16 @@ import ast
 import itertools
 import linecache
 import re
-import sys
 from pathlib import Path
 
 import nbformat
 import pytest
 
+from instructor import hidden_tests, partial_credit
+from instructor.exercise_cells import check_call, is_solution_cell
+from instructor.hidden_tests.rules import rules_enforced
+
 ROOT = Path(__file__).resolve().parent.parent
-sys.path[:0] = [str(ROOT / "instructor"), str(ROOT / "scripts")]
-import hidden_tests  # noqa: E402
-from hidden_tests.rules import rules_enforced  # noqa: E402
-from student_edition import check_call, is_solution_cell  # noqa: E402
 
 CODE_BLOCK = re.compile(r"```python\n(.*?)```", re.DOTALL)
 CELL_DIR = Path("/tmp/ipykernel_hidden_rules")  # a kernel's cells live in files like /tmp/ipykernel_<pid>/<n>.py
@@ -257,8 +256,6 @@ def test_every_graded_coding_exercise_is_covered():
 def test_each_test_states_the_cases_the_course_solution_goes_through(exercise, namespaces):
     """Partial credit is a share of the cases a test states (``cases=N``): the course's solution, graded case by
     case as the grader does, passes exactly that many."""
-    import partial_credit
-
     e = EXERCISES[exercise]
     namespace = dict(namespaces(e["module"]))
     run_cell(_with_solution(e["before"], e["solution"]), namespace)
@@ -357,3 +354,33 @@ def test_value_policy():
     assert all(t.auto_points == t.points for t in tests if t.kind == hidden_tests.FUNCTION)
     verdict = hidden_tests.evaluate("nb04", "check_dot_product_variance", 64)
     assert (verdict.status, verdict.points) == ("passed", 0)
+
+
+def test_each_hidden_test_names_its_exercise_and_works_through_its_grader():
+    """A hidden test is linked to the exercise's declaration (the object, not its name), one per exercise; it
+    reaches the student's code only through the grader it is given, so a grader can record instead of stop."""
+    import sys
+
+    from course_lib.exercises import load_all as declared_exercises
+
+    declared = declared_exercises()
+    registry = hidden_tests.load_all()
+    assert sorted(t.exercise for t in registry.values()) == sorted(declared)
+    for test in registry.values():
+        assert test.declared is declared[test.exercise]
+        assert (test.module, test.checker, test.points) == (test.declared.module, test.declared.name,
+                                                            test.declared.points)
+        assert not {"call", "expect", "unpack"} & set(vars(sys.modules[test.test.__module__])), test.test.__module__
+
+    compared = []
+
+    class Recording(hidden_tests.Grader):
+        def expect(self, case, got, expected, atol=1e-5, rtol=1e-4):
+            compared.append((case, hidden_tests.difference(got, expected, atol, rtol)))
+
+    test = hidden_tests.lookup("nb01", "check_encode")
+    cell = {}
+    run_cell("def encode(tokens, stoi):\n    return [stoi['<bos>'], stoi['<eos>']]", cell)  # right only when empty
+    test.run_with(Recording(test), cell["encode"])
+    assert len(compared) == test.cases
+    assert [why is None for _, why in compared] == [False, False, False, False, True]

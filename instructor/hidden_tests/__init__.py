@@ -8,16 +8,28 @@ They live outside the ``course_lib`` package and outside the student edition:
 ``### BEGIN HIDDEN TESTS`` markers after every exercise cell, nbgrader strips it from the student
 edition and restores it when it autogrades a submission, with this folder on ``PYTHONPATH``.
 
-Each module ``nbNN`` registers one test per public checker with :func:`hidden_test`; the test
-receives the same arguments as the checker call in the notebook (the student's function, class or
-value) and raises :class:`AssertionError` with a message for the student's feedback when the answer
-is wrong or unattempted.
+Each module ``nbNN`` registers one test per exercise with :func:`hidden_test`, naming the exercise's
+declaration (``course_lib.exercises.nbNN.check_...``, an :class:`~course_lib.exercises.Exercise` that holds
+its number, points and kind); the test receives a :class:`Grader` for that exercise, then the same
+arguments as the checker call in the notebook (the student's function, class or value), and raises
+:class:`AssertionError` with a message for the student's feedback when the answer is wrong or
+unattempted::
+
+    @hidden_test(nb01.check_encode, cases=5)
+    def encode(grader, student_fn):
+        for case, tokens, stoi in cases:
+            got = grader.call(student_fn, case, list(tokens), dict(stoi))
+            grader.expect(case, got, reference(tokens, stoi))
+
+The test talks to the student's code and compares results only through its grader, so a grader that
+gives partial credit (``instructor/partial_credit.py``) passes its own :class:`Grader` to
+:meth:`HiddenTest.run_with` instead of replacing functions in these modules.
 
 Exercises that ask for code are worth 2 or 3 points and are graded on hidden inputs, under the
 exercise's rules (:mod:`hidden_tests.rules`): an answer that is, wraps or imports course_lib's own
 solution, or breaks a "without X" rule of the exercise text, scores 0 with a
 :class:`~hidden_tests.rules.RuleViolation` that says why. Each test declares its rules with
-``@hidden_test(..., rules=Rules(...))`` and calls the student's code only through :func:`call`, which
+``@hidden_test(..., rules=Rules(...))`` and calls the student's code only through :meth:`Grader.call`, which
 checks them; :func:`rules_table` lists them for instructors.
 
 Exercises whose answer is one value (a number, a shape, a choice) have only one right answer,
@@ -42,10 +54,13 @@ from typing import Any
 
 import torch
 
-from hidden_tests.rules import Forbidden, Rules, RuleViolation, check_answer, describe, enforced, traced
+from course_lib.exercises import FUNCTION, VALUE, Exercise
+
+from .rules import Forbidden, Rules, RuleViolation, check_answer, describe, enforced, traced
 
 __all__ = [
     "Forbidden",
+    "Grader",
     "HiddenTest",
     "RuleViolation",
     "Rules",
@@ -66,7 +81,6 @@ __all__ = [
     "unpack",
 ]
 
-FUNCTION, VALUE = "function", "value"
 PASSED, FAILED, NOT_ATTEMPTED, BROKE_RULE = "passed", "failed", "not attempted", "broke a rule"
 
 
@@ -75,25 +89,49 @@ class HiddenTest:
     """One exercise's hidden test.
 
     Attributes:
-        module: the notebook's checker module, e.g. ``"nb04"``.
-        checker: the public check function the notebook calls, e.g. ``"check_attention_by_hand"``.
-        exercise: the exercise number shown to students, e.g. ``"04.3"``.
-        points: points the exercise is worth.
-        kind: ``"function"`` (graded on hidden inputs) or ``"value"`` (one right answer).
-        run: the test; raises AssertionError when the answer is wrong.
+        declared: the exercise's declaration (number, points, kind, public checker).
+        test: the test, ``test(grader, *answers)``; raises AssertionError when the answer is wrong.
         rules: what a coding exercise's answer may use (None for one-value exercises).
         cases: how many hidden cases a coding exercise's test compares (the labels it passes to
-            :func:`expect`); partial credit is a share of these. None for one-value exercises.
+            :meth:`Grader.expect`); partial credit is a share of these. None for one-value exercises.
     """
 
-    module: str
-    checker: str
-    exercise: str
-    points: int
-    kind: str
-    run: Callable[..., None]
+    declared: Exercise
+    test: Callable[..., None]
     rules: Rules | None = None
     cases: int | None = None
+
+    @property
+    def module(self) -> str:
+        """The notebook's checker module, e.g. ``"nb04"``."""
+        return self.declared.module
+
+    @property
+    def checker(self) -> str:
+        """The public check function the notebook calls, e.g. ``"check_attention_by_hand"``."""
+        return self.declared.name
+
+    @property
+    def exercise(self) -> str:
+        """The exercise number shown to students, e.g. ``"04.3"``."""
+        return self.declared.id
+
+    @property
+    def points(self) -> int:
+        return self.declared.points
+
+    @property
+    def kind(self) -> str:
+        """``"function"`` (graded on hidden inputs) or ``"value"`` (one right answer)."""
+        return self.declared.kind
+
+    def run(self, *args: Any, **kwargs: Any) -> None:
+        """Run the test on the student's answer with the ordinary :class:`Grader` (stops at the first failure)."""
+        self.run_with(Grader(self), *args, **kwargs)
+
+    def run_with(self, grader: Grader, *args: Any, **kwargs: Any) -> None:
+        """Run the test on the student's answer with ``grader`` (e.g. one that records every case)."""
+        self.test(grader, *args, **kwargs)
 
     @property
     def auto_points(self) -> int:
@@ -132,21 +170,20 @@ RULES: dict[str, Rules] = {}  # exercise number -> rules, for call()
 MODULES = sorted(path.stem for path in Path(__file__).parent.glob("nb[0-9][0-9].py"))  # nb00 ... one per notebook
 
 
-def hidden_test(checker: str, exercise: str, points: int, kind: str = FUNCTION, rules: Rules | None = None,
-                cases: int | None = None):
-    """Register the decorated function as the hidden test of ``checker`` in the calling module.
+def hidden_test(declared: Exercise, rules: Rules | None = None, cases: int | None = None):
+    """Register the decorated function as the hidden test of the exercise ``declared``.
 
     Args:
-        checker: the name of the public check function, e.g. ``"check_decoder_mask"``.
-        exercise: the exercise number, e.g. ``"06.1"``.
-        points: points for a right answer.
-        kind: ``"function"`` or ``"value"``.
+        declared: the exercise, as declared with its checker, e.g. ``nb06.check_decoder_mask`` (it holds the
+            exercise's number, points and kind).
         rules: a coding exercise's rules (default: its own code, no course_lib at all); not for values.
-        cases: the number of hidden cases (labels given to :func:`expect`) of a coding exercise; required
+        cases: the number of hidden cases (labels given to :meth:`Grader.expect`) of a coding exercise; required
             for one (tests/test_hidden_rules.py checks it against a run of the course's solution).
     """
-    if kind not in (FUNCTION, VALUE):
-        raise ValueError(f"kind must be {FUNCTION!r} or {VALUE!r}, got {kind!r}")
+    if not isinstance(declared, Exercise):
+        raise TypeError(f"hidden_test takes the exercise's declaration (a checker of course_lib.exercises), "
+                        f"got {declared!r}")
+    exercise, kind = declared.id, declared.kind
     if kind == VALUE and rules is not None:
         raise ValueError("one-value exercises have no code rules")
     if (kind == FUNCTION) != (isinstance(cases, int) and cases > 0):
@@ -157,11 +194,10 @@ def hidden_test(checker: str, exercise: str, points: int, kind: str = FUNCTION, 
         RULES[exercise] = rules
 
     def register(fn: Callable[..., None]) -> Callable[..., None]:
-        module = fn.__module__.rsplit(".", 1)[-1]
-        key = (module, checker)
-        if key in REGISTRY:
-            raise ValueError(f"two hidden tests for {module}.{checker}")
-        REGISTRY[key] = HiddenTest(module, checker, exercise, points, kind, fn, rules, cases)
+        key = (declared.module, declared.name)
+        if key in REGISTRY and REGISTRY[key].test.__module__ != fn.__module__:
+            raise ValueError(f"two hidden tests for {declared.module}.{declared.name}")
+        REGISTRY[key] = HiddenTest(declared, fn, rules, cases)
         return fn
 
     return register
@@ -289,6 +325,47 @@ class NotAttempted(AssertionError):
 
 def not_attempted(exercise: str) -> NotAttempted:
     return NotAttempted(f"Exercise {exercise} was not attempted (it still raises NotImplementedError or is None).")
+
+
+class Grader:
+    """What a hidden test uses to run the student's code and judge it, for one exercise.
+
+    This one stops at the first failure (it raises); ``instructor/partial_credit.py`` passes a subclass that
+    records each case's verdict and goes on. Messages name the exercise, so a test never types its number.
+    """
+
+    def __init__(self, test: HiddenTest):
+        self.test = test
+        self.exercise = test.exercise
+
+    def call(self, fn: Callable, case: str, *args: Any, **kwargs: Any) -> Any:
+        """Call the student's ``fn`` on a hidden case under the exercise's rules (see :func:`call`)."""
+        return _package_function("call")(self.exercise, fn, case, *args, **kwargs)
+
+    def expect(self, case: str, got: Any, expected: Any, atol: float = 1e-5, rtol: float = 1e-4) -> None:
+        """Fail the hidden ``case`` when ``got`` differs from ``expected`` (see :func:`expect`)."""
+        _package_function("expect")(self.exercise, case, got, expected, atol, rtol)
+
+    def unpack(self, case: str, got: Any, count: int, wanted: str, kinds: tuple = (tuple,)) -> tuple:
+        """``got`` as a tuple of ``count`` items, or fail saying ``wanted`` (see :func:`unpack`)."""
+        return _package_function("unpack")(self.exercise, case, got, count, wanted, kinds)
+
+    def check_value(self, answer: Any, expected: Any, atol: float = 1e-3, rtol: float = 0.0) -> None:
+        """A one-value exercise: not attempted when ``answer`` is None, else it must equal ``expected``."""
+        check_value(self.exercise, answer, expected, atol, rtol)
+
+    def not_attempted(self) -> NotAttempted:
+        """The error that says the exercise was not attempted (raise it)."""
+        return not_attempted(self.exercise)
+
+    def wrong(self, message: str) -> AssertionError:
+        """The error for a wrong answer, ``"Exercise NN.N: <message>"`` (raise it)."""
+        return AssertionError(f"Exercise {self.exercise}: {message}")
+
+
+def _package_function(name: str) -> Callable:
+    # Looked up at each use while instructor/partial_credit.py still replaces call/expect/unpack in this module.
+    return globals()[name]
 
 
 def call(exercise: str, fn: Callable, case: str, *args: Any, **kwargs: Any) -> Any:

@@ -2,18 +2,20 @@
 
 from __future__ import annotations
 
-from hidden_tests import VALUE, Rules, call, check_value, expect, hidden_test
+from course_lib.exercises import nb00
+
+from . import Rules, hidden_test
 
 
-@hidden_test("check_head_shape", "00.1", points=1, kind=VALUE)
-def head_shape(answer):
+@hidden_test(nb00.check_head_shape)
+def head_shape(grader, answer):
     if answer is not None and not isinstance(answer, tuple):
-        raise AssertionError(f"Exercise 00.1: answer with a tuple of four ints, got {type(answer).__name__}.")
-    check_value("00.1", answer, (32, 8, 20, 16))
+        raise grader.wrong(f"answer with a tuple of four ints, got {type(answer).__name__}.")
+    grader.check_value(answer, (32, 8, 20, 16))
 
 
-@hidden_test("check_longest_sentence", "00.2", points=2, cases=5, rules=Rules(allow=("Tokenizer.*",)))
-def longest_sentence(student_fn):
+@hidden_test(nb00.check_longest_sentence, cases=5, rules=Rules(allow=("Tokenizer.*",)))
+def longest_sentence(grader, student_fn):
     from course_lib.data import load_toy_corpus
     from course_lib.tokenization import Tokenizer
 
@@ -38,5 +40,5 @@ def longest_sentence(student_fn):
         ("validation pairs in reverse order", valid[300:700][::-1]),
     ]
     for case, pairs in cases:
-        got = call("00.2", student_fn, case, list(pairs), tokenizer)
-        expect("00.2", case, got, reference(pairs))
+        got = grader.call(student_fn, case, list(pairs), tokenizer)
+        grader.expect(case, got, reference(pairs))

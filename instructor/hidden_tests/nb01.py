@@ -2,15 +2,17 @@
 
 from __future__ import annotations
 
-from hidden_tests import VALUE, call, check_value, expect, hidden_test
+from course_lib.exercises import nb01
+
+from . import hidden_test
 
 
 def _stoi(words, specials=("<pad>", "<bos>", "<eos>", "<unk>")):
     return {token: i for i, token in enumerate([*specials, *words])}
 
 
-@hidden_test("check_encode", "01.1", points=2, cases=5)
-def encode(student_fn):
+@hidden_test(nb01.check_encode, cases=5)
+def encode(grader, student_fn):
     table = _stoi(["Vogel", "singt", "ein", "Lied", "!", ","])
     shuffled = _stoi(["x", "y"], specials=("<unk>", "<eos>", "<pad>", "<bos>"))  # special ids in another order
     cases = [
@@ -23,24 +25,24 @@ def encode(student_fn):
     for case, tokens, stoi in cases:
         unk = stoi["<unk>"]
         expected = [stoi["<bos>"], *[stoi.get(t, unk) for t in tokens], stoi["<eos>"]]
-        got = call("01.1", student_fn, case, list(tokens), dict(stoi))
+        got = grader.call(student_fn, case, list(tokens), dict(stoi))
         if isinstance(got, tuple):
             got = list(got)
-        expect("01.1", case, got, expected)
+        grader.expect(case, got, expected)
 
 
-@hidden_test("check_unk_count", "01.2", points=1, kind=VALUE)
-def unk_count(answer):
+@hidden_test(nb01.check_unk_count)
+def unk_count(grader, answer):
     if isinstance(answer, bool):
-        raise AssertionError("Exercise 01.2: answer with a whole number.")
-    check_value("01.2", answer, 4)
+        raise grader.wrong("answer with a whole number.")
+    grader.check_value(answer, 4)
 
 
-@hidden_test("check_buggy_ids", "01.3", points=1, kind=VALUE)
-def buggy_ids(answer):
+@hidden_test(nb01.check_buggy_ids)
+def buggy_ids(grader, answer):
     if answer is not None:
         answer = list(answer) if isinstance(answer, (list, tuple)) else answer
-    check_value("01.3", answer, [3, 4, 5, 3, 3])
+    grader.check_value(answer, [3, 4, 5, 3, 3])
 
 
 def _merge(symbols, pair):
@@ -55,8 +57,8 @@ def _merge(symbols, pair):
     return tuple(out)
 
 
-@hidden_test("check_merge_pair", "01.4", points=2, cases=6)
-def merge_pair(student_fn):
+@hidden_test(nb01.check_merge_pair, cases=6)
+def merge_pair(grader, student_fn):
     cases = [
         ("a German compound", ("H", "a", "u", "s", "t", "ü", "r", "</w>"), ("t", "ü")),
         ("five in a row", ("b", "b", "b", "b", "b"), ("b", "b")),
@@ -66,7 +68,7 @@ def merge_pair(student_fn):
         ("an empty word", (), ("a", "b")),
     ]
     for case, symbols, pair in cases:
-        got = call("01.4", student_fn, case, tuple(symbols), tuple(pair))
+        got = grader.call(student_fn, case, tuple(symbols), tuple(pair))
         if isinstance(got, list):
             got = tuple(got)
-        expect("01.4", case, got, _merge(symbols, pair))
+        grader.expect(case, got, _merge(symbols, pair))

@@ -6,7 +6,9 @@ import math
 
 import torch
 
-from hidden_tests import VALUE, Rules, call, check_value, expect, hidden_test
+from course_lib.exercises import nb03
+
+from . import Rules, hidden_test
 
 
 def _table(positions, d_model):
@@ -18,16 +20,16 @@ def _table(positions, d_model):
     return out.float()
 
 
-@hidden_test("check_fixed_table", "03.1", points=2, cases=4)
-def fixed_table(student_fn):
+@hidden_test(nb03.check_fixed_table, cases=4)
+def fixed_table(grader, student_fn):
     for max_len, d_model in [(7, 6), (3, 2), (40, 20), (12, 128)]:
         case = f"max_len={max_len}, d_model={d_model}"
-        got = call("03.1", student_fn, case, max_len, d_model)
-        expect("03.1", case, got, _table(torch.arange(max_len), d_model), atol=1e-4)
+        got = grader.call(student_fn, case, max_len, d_model)
+        grader.expect(case, got, _table(torch.arange(max_len), d_model), atol=1e-4)
 
 
-@hidden_test("check_encode_positions", "03.2", points=2, cases=4, rules=Rules(no_loops=True, stated="without Python loops"))
-def encode_positions(student_fn):
+@hidden_test(nb03.check_encode_positions, cases=4, rules=Rules(no_loops=True, stated="without Python loops"))
+def encode_positions(grader, student_fn):
     cases = [
         ("positions 0..19, d_model=10", torch.arange(20), 10),
         ("positions [3, 1, 4, 1, 5, 9], d_model=8", torch.tensor([3, 1, 4, 1, 5, 9]), 8),
@@ -35,11 +37,11 @@ def encode_positions(student_fn):
         ("the single position [0], d_model=6", torch.tensor([0]), 6),
     ]
     for case, positions, d_model in cases:
-        got = call("03.2", student_fn, case, positions.clone(), d_model)
-        expect("03.2", case, got, _table(positions, d_model), atol=1e-4)
+        got = grader.call(student_fn, case, positions.clone(), d_model)
+        grader.expect(case, got, _table(positions, d_model), atol=1e-4)
 
 
-@hidden_test("check_wavelength", "03.3", points=1, kind=VALUE)
-def wavelength(answer):
+@hidden_test(nb03.check_wavelength)
+def wavelength(grader, answer):
     expected = 2 * math.pi * 10000 ** (2 * 8 / 64)
-    check_value("03.3", answer, expected, atol=0.01 * expected)
+    grader.check_value(answer, expected, atol=0.01 * expected)

@@ -6,19 +6,21 @@ import math
 
 import torch
 
-from hidden_tests import VALUE, Forbidden, Rules, call, check_value, expect, generator, hidden_test
+from course_lib.exercises import nb04
+
+from . import Forbidden, Rules, generator, hidden_test
 
 
-@hidden_test("check_dot_product_variance", "04.1", points=1, kind=VALUE)
-def dot_product_variance(answer):
-    check_value("04.1", answer, 64.0, atol=0.5)
+@hidden_test(nb04.check_dot_product_variance)
+def dot_product_variance(grader, answer):
+    grader.check_value(answer, 64.0, atol=0.5)
 
 
-@hidden_test("check_most_attended_key", "04.2", points=1, kind=VALUE)
-def most_attended_key(answer):
+@hidden_test(nb04.check_most_attended_key)
+def most_attended_key(grader, answer):
     if isinstance(answer, str):
         answer = answer.strip()
-    check_value("04.2", answer, "Ball")
+    grader.check_value(answer, "Ball")
 
 
 def _attention(q, k, v, mask=None):
@@ -29,10 +31,10 @@ def _attention(q, k, v, mask=None):
     return (scores.softmax(dim=-1) @ v.double()).to(q.dtype)  # (..., q_len, d_v)
 
 
-@hidden_test("check_attention_by_hand", "04.3", points=3, cases=6, rules=Rules(forbid=(
+@hidden_test(nb04.check_attention_by_hand, cases=6, rules=Rules(forbid=(
     Forbidden("softmax|scaled_dot_product_attention|multi_head_attention",
               "without softmax (use exp, sum and amax)"),), stated="without calling softmax: use exp, sum and amax"))
-def attention_by_hand(student_fn):
+def attention_by_hand(grader, student_fn):
     g = generator(40_417)
 
     def randn(*shape, scale=1.0):
@@ -54,5 +56,5 @@ def attention_by_hand(student_fn):
     for case, (q, k, v), mask in cases:
         args = (q.clone(), k.clone(), v.clone()) + (() if mask is None else (mask.clone(),))
         with torch.no_grad():
-            got = call("04.3", student_fn, case, *args)
-        expect("04.3", case, got, _attention(q, k, v, mask), atol=1e-4)
+            got = grader.call(student_fn, case, *args)
+        grader.expect(case, got, _attention(q, k, v, mask), atol=1e-4)

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import torch
 
-from hidden_tests import VALUE, Rules, call, check_value, expect, generator, hidden_test, unpack
+from course_lib.exercises import nb06
+
+from . import Rules, generator, hidden_test
 
 
 def _padding(ids, pad_id):
@@ -27,8 +29,8 @@ def _padded_batch(seed, batch, length, pad_id, vocab=20):
     return ids
 
 
-@hidden_test("check_decoder_mask", "06.1", points=2, cases=4, rules=Rules(stated="use only torch (not course_lib.masks)"))
-def decoder_mask(student_fn):
+@hidden_test(nb06.check_decoder_mask, cases=4, rules=Rules(stated="use only torch (not course_lib.masks)"))
+def decoder_mask(grader, student_fn):
     cases = [
         ("batch=4, tgt_len=7, pad_id=0", _padded_batch(61, 4, 7, 0), 0),
         ("batch=2, tgt_len=9, pad_id=5", _padded_batch(62, 2, 9, 5), 5),
@@ -36,33 +38,33 @@ def decoder_mask(student_fn):
         ("batch=6, tgt_len=3", _padded_batch(63, 6, 3, 0), 0),
     ]
     for case, tgt, pad_id in cases:
-        got = call("06.1", student_fn, case, tgt.clone(), pad_id)
-        expect("06.1", case, got, _decoder(tgt, pad_id))
+        got = grader.call(student_fn, case, tgt.clone(), pad_id)
+        grader.expect(case, got, _decoder(tgt, pad_id))
 
 
-@hidden_test("check_picture", "06.2", points=1, kind=VALUE)
-def picture(answer):
+@hidden_test(nb06.check_picture)
+def picture(grader, answer):
     if answer is None:
-        check_value("06.2", None, None)
+        grader.check_value(None, None)
     try:
         matrix = torch.as_tensor(answer)
     except (TypeError, ValueError):
-        raise AssertionError("Exercise 06.2: answer with 5 rows of four 0/1 entries.") from None
+        raise grader.wrong("answer with 5 rows of four 0/1 entries.") from None
     if matrix.dtype != torch.bool:
         matrix = matrix != 0
     # the cross-attention mask: the source padding mask of "ein Hund <eos> <pad>", seen by 5 English queries
-    check_value("06.2", matrix, (torch.tensor([[7, 8, 2, 0]]) != 0)[:, None, None, :][0, 0].expand(5, 4))
+    grader.check_value(matrix, (torch.tensor([[7, 8, 2, 0]]) != 0)[:, None, None, :][0, 0].expand(5, 4))
 
 
-@hidden_test("check_fixed_masks", "06.3", points=2, cases=6)
-def fixed_masks(student_fn):
+@hidden_test(nb06.check_fixed_masks, cases=6)
+def fixed_masks(grader, student_fn):
     cases = [
         ("src 3x5, tgt 3x6, pad_id=0", _padded_batch(64, 3, 5, 0), _padded_batch(65, 3, 6, 0), 0),
         ("pad_id=2", _padded_batch(66, 2, 4, 2), _padded_batch(67, 2, 7, 2), 2),
         ("one sentence, no padding", torch.tensor([[4, 5, 6, 7, 8]]), torch.tensor([[1, 9, 10]]), 0),
     ]
     for case, src, tgt, pad_id in cases:
-        got = call("06.3", student_fn, case, src.clone(), tgt.clone(), pad_id)
-        got = unpack("06.3", case, got, 2, "return a tuple (src_mask, tgt_mask)")
-        expect("06.3", case + ", src_mask", got[0], _padding(src, pad_id))
-        expect("06.3", case + ", tgt_mask", got[1], _decoder(tgt, pad_id))
+        got = grader.call(student_fn, case, src.clone(), tgt.clone(), pad_id)
+        got = grader.unpack(case, got, 2, "return a tuple (src_mask, tgt_mask)")
+        grader.expect(case + ", src_mask", got[0], _padding(src, pad_id))
+        grader.expect(case + ", tgt_mask", got[1], _decoder(tgt, pad_id))

@@ -5,7 +5,9 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from hidden_tests import VALUE, Forbidden, Rules, call, check_value, expect, generator, hidden_test
+from course_lib.exercises import nb07
+
+from . import Forbidden, Rules, generator, hidden_test
 
 NO_LAYER_NORM = Forbidden("layer_?norm|group_?norm|instance_?norm|batch_?norm",
                           "LayerNorm written out, without PyTorch's (nn.LayerNorm, F.layer_norm)")
@@ -55,43 +57,43 @@ def _fold_cases():
     return cases
 
 
-@hidden_test("check_fold_layer_norm", "07.1", points=3, cases=3)
-def fold_layer_norm(student_fn):
+@hidden_test(nb07.check_fold_layer_norm, cases=3)
+def fold_layer_norm(grader, student_fn):
     for case, norm, linear, x in _fold_cases():
         before = [p.detach().clone() for module in (norm, linear) for p in module.parameters()]
         with torch.random.fork_rng(devices=[]):
-            folded = call("07.1", student_fn, case, norm, linear)
+            folded = grader.call(student_fn, case, norm, linear)
         after = [p.detach() for module in (norm, linear) for p in module.parameters()]
         if not all(torch.equal(a, b) for a, b in zip(before, after, strict=True)):
-            raise AssertionError("Exercise 07.1: fold_layer_norm changed the norm or the layer it was given; "
+            raise grader.wrong("fold_layer_norm changed the norm or the layer it was given; "
                                  "return a new nn.Linear.")
         if not isinstance(folded, nn.Linear):
-            raise AssertionError(f"Exercise 07.1: return a new nn.Linear, got {type(folded).__name__}.")
+            raise grader.wrong(f"return a new nn.Linear, got {type(folded).__name__}.")
         with torch.no_grad():
             mean = x.mean(dim=-1, keepdim=True)
             x_hat = (x - mean) / torch.sqrt(((x - mean) ** 2).mean(dim=-1, keepdim=True) + norm.eps)  # no gain, shift
             expected = (x_hat * norm.weight + norm.bias) @ linear.weight.T + linear.bias  # linear(norm(x))
-            got = call("07.1", folded, case, x_hat)
-        expect("07.1", case, got, expected, atol=1e-4)
+            got = grader.call(folded, case, x_hat)
+        grader.expect(case, got, expected, atol=1e-4)
 
 
-@hidden_test("check_fixed_norm", "07.2", points=2, cases=4, rules=Rules(forbid=(NO_LAYER_NORM,),
+@hidden_test(nb07.check_fixed_norm, cases=4, rules=Rules(forbid=(NO_LAYER_NORM,),
                                                             stated="change it in place; " + IMPLIED))
-def fixed_norm(student_fn):
+def fixed_norm(grader, student_fn):
     for case, x, weight, bias, eps in _norm_cases(70_002):
-        got = call("07.2", student_fn, case, x.clone(), weight.clone(), bias.clone(), eps)
-        expect("07.2", case, got, _layer_norm(x, weight, bias, eps), atol=1e-6)
+        got = grader.call(student_fn, case, x.clone(), weight.clone(), bias.clone(), eps)
+        grader.expect(case, got, _layer_norm(x, weight, bias, eps), atol=1e-6)
 
 
-@hidden_test("check_ffn_parameter_count", "07.3", points=1, kind=VALUE)
-def ffn_parameter_count(answer):
+@hidden_test(nb07.check_ffn_parameter_count)
+def ffn_parameter_count(grader, answer):
     if isinstance(answer, bool):
-        raise AssertionError("Exercise 07.3: answer with a whole number.")
-    check_value("07.3", answer, 2 * 512 * 2048 + 2048 + 512)
+        raise grader.wrong("answer with a whole number.")
+    grader.check_value(answer, 2 * 512 * 2048 + 2048 + 512)
 
 
-@hidden_test("check_pre_norm_sublayer", "07.4", points=2, cases=3)
-def pre_norm_sublayer(student_fn):
+@hidden_test(nb07.check_pre_norm_sublayer, cases=3)
+def pre_norm_sublayer(grader, student_fn):
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(70_004)
         d = 12
@@ -108,5 +110,5 @@ def pre_norm_sublayer(student_fn):
     ]
     with torch.no_grad():
         for case, (inp, sublayer, n) in cases:
-            got = call("07.4", student_fn, case, inp.clone(), sublayer, n)
-            expect("07.4", case, got, inp + sublayer(n(inp)), atol=1e-5)
+            got = grader.call(student_fn, case, inp.clone(), sublayer, n)
+            grader.expect(case, got, inp + sublayer(n(inp)), atol=1e-5)

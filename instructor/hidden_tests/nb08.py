@@ -4,21 +4,23 @@ from __future__ import annotations
 
 import torch
 
-from hidden_tests import VALUE, Forbidden, Rules, call, check_value, expect, generator, hidden_test, not_attempted
+from course_lib.exercises import nb08
+
+from . import Forbidden, Rules, generator, hidden_test
 
 
-@hidden_test("check_encoder_layer_parameters", "08.1", points=1, kind=VALUE)
-def encoder_layer_parameters(answer):
+@hidden_test(nb08.check_encoder_layer_parameters)
+def encoder_layer_parameters(grader, answer):
     if isinstance(answer, bool):
-        raise AssertionError("Exercise 08.1: answer with a whole number.")
-    check_value("08.1", answer, 4 * (1024 * 1024 + 1024) + (2 * 1024 * 4096 + 4096 + 1024) + 2 * 2 * 1024)
+        raise grader.wrong("answer with a whole number.")
+    grader.check_value(answer, 4 * (1024 * 1024 + 1024) + (2 * 1024 * 4096 + 4096 + 1024) + 2 * 2 * 1024)
 
 
-@hidden_test("check_post_norm_layer", "08.2", points=3, cases=3, rules=Rules(
+@hidden_test(nb08.check_post_norm_layer, cases=3, rules=Rules(
     allow=("MultiHeadAttention.forward", "PositionwiseFeedForward.forward", "LayerNorm.forward"),
     forbid=(Forbidden("TransformerEncoder", "written from the parts, without nn.TransformerEncoderLayer"),),
     stated="from its parts (self_attn, feed_forward, norm1, norm2, dropout1, dropout2), not the layer's own forward"))
-def post_norm_layer(student_fn):
+def post_norm_layer(grader, student_fn):
     from course_lib.layers import EncoderLayer
     from course_lib.masks import padding_mask
 
@@ -39,14 +41,14 @@ def post_norm_layer(student_fn):
         layer.train(training)
         mask = None if mask_ids is None else padding_mask(mask_ids)
         torch.manual_seed(80_200 + number)
-        got = call("08.2", student_fn, case, layer, x.clone(), mask)
+        got = grader.call(student_fn, case, layer, x.clone(), mask)
         torch.manual_seed(80_200 + number)
-        expect("08.2", case, got, layer(x, mask), atol=1e-5)
+        grader.expect(case, got, layer(x, mask), atol=1e-5)
 
 
-@hidden_test("check_shapes", "08.3", points=1, kind=VALUE)
-def shapes(answer):
+@hidden_test(nb08.check_shapes)
+def shapes(grader, answer):
     if answer is None or not isinstance(answer, (tuple, list)) or any(a is None for a in answer):
-        raise not_attempted("08.3")
+        raise grader.not_attempted()
     answer = tuple(tuple(a) if isinstance(a, (list, tuple, torch.Size)) else a for a in answer)
-    check_value("08.3", answer, ((16, 1, 1, 23), (16, 8, 23, 23), (16, 23, 128)))
+    grader.check_value(answer, ((16, 1, 1, 23), (16, 8, 23, 23), (16, 23, 128)))

@@ -4,13 +4,15 @@ from __future__ import annotations
 
 import torch
 
-from hidden_tests import VALUE, Rules, call, check_value, expect, generator, hidden_test, unpack
+from course_lib.exercises import nb09
+
+from . import Rules, generator, hidden_test
 
 BOS_ID, EOS_ID = 1, 2
 
 
-@hidden_test("check_shift_right", "09.1", points=2, cases=8)
-def shift_right(student_fn):
+@hidden_test(nb09.check_shift_right, cases=8)
+def shift_right(grader, student_fn):
     g = generator(90_001)
     cases = [
         ("a 12-token sentence", torch.randint(4, 500, (12,), generator=g)),
@@ -19,23 +21,23 @@ def shift_right(student_fn):
         ("an empty sentence", torch.tensor([], dtype=torch.long)),
     ]
     for case, ids in cases:
-        got = call("09.1", student_fn, case, ids.clone())
-        got = unpack("09.1", case, got, 2, "return a tuple (decoder_input, labels)")
-        expect("09.1", case + ", decoder input", got[0], torch.cat([torch.tensor([BOS_ID]), ids]))
-        expect("09.1", case + ", labels", got[1], torch.cat([ids, torch.tensor([EOS_ID])]))
+        got = grader.call(student_fn, case, ids.clone())
+        got = grader.unpack(case, got, 2, "return a tuple (decoder_input, labels)")
+        grader.expect(case + ", decoder input", got[0], torch.cat([torch.tensor([BOS_ID]), ids]))
+        grader.expect(case + ", labels", got[1], torch.cat([ids, torch.tensor([EOS_ID])]))
 
 
-@hidden_test("check_cross_attention_shape", "09.2", points=1, kind=VALUE)
-def cross_attention_shape(answer):
+@hidden_test(nb09.check_cross_attention_shape)
+def cross_attention_shape(grader, answer):
     if isinstance(answer, (list, torch.Size)):
         answer = tuple(answer)
-    check_value("09.2", answer, (32, 4, 14, 12))
+    grader.check_value(answer, (32, 4, 14, 12))
 
 
-@hidden_test("check_greedy_step", "09.3", points=3, cases=3, rules=Rules(
+@hidden_test(nb09.check_greedy_step, cases=3, rules=Rules(
     allow=("Transformer.decode", "Transformer.encode", "Transformer.forward", "TransformerConfig.*"),
     stated="use model.decode (course_lib's greedy_decode / beam_search are off limits)"))
-def greedy_step(student_fn):
+def greedy_step(grader, student_fn):
     from course_lib.model import Transformer, TransformerConfig
 
     g = generator(90_003)
@@ -59,5 +61,5 @@ def greedy_step(student_fn):
             memory = model.encode(src[rows])  # (batch, src_len, d_model)
             logits = model.decode(tokens, memory, src[rows])  # (batch, t, vocab)
             expected = torch.cat([tokens, logits[:, -1].argmax(dim=-1, keepdim=True)], dim=1)  # (batch, t + 1)
-            got = call("09.3", student_fn, case, model, memory, src[rows].clone(), tokens.clone())
-            expect("09.3", case, got, expected)
+            got = grader.call(student_fn, case, model, memory, src[rows].clone(), tokens.clone())
+            grader.expect(case, got, expected)

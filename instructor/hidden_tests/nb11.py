@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import torch
 
-from hidden_tests import VALUE, call, check_value, expect, generator, hidden_test, not_attempted, unpack
+from course_lib.exercises import nb11
+
+from . import generator, hidden_test
 
 
 def _beam_step(scores, log_probs, k):
@@ -14,8 +16,8 @@ def _beam_step(scores, log_probs, k):
     return best, flat // vocab, flat % vocab
 
 
-@hidden_test("check_beam_step", "11.1", points=3, cases=12)
-def beam_step(student_fn):
+@hidden_test(nb11.check_beam_step, cases=12)
+def beam_step(grader, student_fn):
     g = generator(110_001)
 
     def log_probs(batch, beams, vocab):
@@ -32,26 +34,26 @@ def beam_step(student_fn):
         ("batch 1, k 1, vocab 4", torch.tensor([[-0.5]]), log_probs(1, 1, 4), 1),
     ]
     for case, scores, lp, k in cases:
-        got = call("11.1", student_fn, case, scores.clone(), lp.clone(), k)
-        got = unpack("11.1", case, got, 3, "return three tensors (new_scores, origin, token)", (tuple, list))
+        got = grader.call(student_fn, case, scores.clone(), lp.clone(), k)
+        got = grader.unpack(case, got, 3, "return three tensors (new_scores, origin, token)", (tuple, list))
         for name, g_, e in zip(("new_scores", "origin", "token"), got, _beam_step(scores, lp, k), strict=True):
-            expect("11.1", f"{case}, {name}", g_, e, atol=1e-5)
+            grader.expect(f"{case}, {name}", g_, e, atol=1e-5)
 
 
-@hidden_test("check_normalised_score", "11.2", points=1, kind=VALUE)
-def normalised_score(answer):
-    check_value("11.2", answer, -3.2 / ((5 + 9) / 6) ** 0.6, atol=1e-3)
+@hidden_test(nb11.check_normalised_score)
+def normalised_score(grader, answer):
+    grader.check_value(answer, -3.2 / ((5 + 9) / 6) ** 0.6, atol=1e-3)
 
 
-@hidden_test("check_most_attended", "11.3", points=1, kind=VALUE)
-def most_attended(answer, model, src_vocab, tgt_vocab, tokenizer, german, english_word):
+@hidden_test(nb11.check_most_attended)
+def most_attended(grader, answer, model, src_vocab, tgt_vocab, tokenizer, german, english_word):
     """The German token the English word attends to most: last decoder layer, averaged over heads."""
     from course_lib.decoding import cross_attention, greedy_decode
 
     if answer is None:
-        raise not_attempted("11.3")
+        raise grader.not_attempted()
     if not isinstance(answer, str):
-        raise AssertionError("Exercise 11.3: answer with a German token as a string.")
+        raise grader.wrong("answer with a German token as a string.")
     src_tokens = [*tokenizer(german), "<eos>"]
     src = torch.tensor([src_vocab.encode(tokenizer(german), add_eos=True)])  # (1, src_len)
     with torch.no_grad():
@@ -61,4 +63,4 @@ def most_attended(answer, model, src_vocab, tgt_vocab, tokenizer, german, englis
     last = maps[sorted(maps)[-1]][0].mean(dim=0)  # (out_len, src_len): averaged over the heads
     expected = src_tokens[int(last[out_tokens.index(english_word)].argmax())]
     if answer.strip() != expected:
-        raise AssertionError(f"Exercise 11.3: {english_word!r} attends most to another German token than {answer!r}.")
+        raise grader.wrong(f"{english_word!r} attends most to another German token than {answer!r}.")

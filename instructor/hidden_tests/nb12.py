@@ -6,14 +6,16 @@ import math
 
 import torch
 
-from hidden_tests import Forbidden, Rules, call, expect, generator, hidden_test
-from hidden_tests.rules import takes_complex
+from course_lib.exercises import nb12
+
+from . import Forbidden, Rules, generator, hidden_test
+from .rules import takes_complex
 
 
-@hidden_test("check_rms_norm", "12.1", points=2, cases=3, rules=Rules(forbid=(
+@hidden_test(nb12.check_rms_norm, cases=3, rules=Rules(forbid=(
     Forbidden("rms_?norm", "written out, without F.rms_norm or nn.RMSNorm"),),
     stated="implied: the exercise asks to write RMSNorm (not to call PyTorch's)"))
-def rms_norm(student_fn):
+def rms_norm(grader, student_fn):
     g = generator(120_001)
     for case, shape, scale, offset, eps in [
         ("x of shape (3, 4, 10)", (3, 4, 10), 3.0, 1.0, 1e-6),
@@ -23,15 +25,15 @@ def rms_norm(student_fn):
         x = (torch.randn(*shape, generator=g, dtype=torch.float64) * scale + offset)
         weight = 1 + 0.3 * torch.randn(shape[-1], generator=g, dtype=torch.float64)
         expected = x / torch.sqrt((x**2).mean(dim=-1, keepdim=True) + eps) * weight
-        got = call("12.1", student_fn, case, x.clone(), weight.clone(), eps)
-        expect("12.1", case, got, expected, atol=1e-6)
+        got = grader.call(student_fn, case, x.clone(), weight.clone(), eps)
+        grader.expect(case, got, expected, atol=1e-6)
 
 
-@hidden_test("check_parameter_count", "12.2", points=3, cases=3, rules=Rules(
+@hidden_test(nb12.check_parameter_count, cases=3, rules=Rules(
     allow=("TransformerConfig.*",),
     forbid=(Forbidden(r"^Module\.__init__$|num_parameters", "without building the model (count from the config's fields)"),),
     stated="from the fields of the config alone, without building the model"))
-def parameter_count(student_fn):
+def parameter_count(grader, student_fn):
     from course_lib.model import Transformer, TransformerConfig
 
     configs = [
@@ -48,19 +50,19 @@ def parameter_count(student_fn):
     for case, config in configs:
         with torch.device("meta"):
             expected = Transformer(config).num_parameters()
-        got = call("12.2", student_fn, case, config)
+        got = grader.call(student_fn, case, config)
         if isinstance(got, torch.Tensor) and got.numel() == 1:
             got = got.item()
         if isinstance(got, float) and got.is_integer():
             got = int(got)
-        expect("12.2", case, got, expected)
+        grader.expect(case, got, expected)
 
 
-@hidden_test("check_rotate_pair", "12.3", points=2, cases=3, rules=Rules(forbid=(
+@hidden_test(nb12.check_rotate_pair, cases=3, rules=Rules(forbid=(
     Forbidden(".", "without complex numbers (use torch.cos and torch.sin)", only_if=takes_complex),
     Forbidden(r"polar|view_as_complex|^complex$", "without complex numbers (use torch.cos and torch.sin)"),),
     stated="using torch.cos and torch.sin (no complex numbers)"))
-def rotate_pair(student_fn):
+def rotate_pair(grader, student_fn):
     g = generator(120_003)
     cases = [
         ("(0, 1) at position 2 with theta = pi/4 -> (1, 0)", torch.tensor([[0.0, 1.0]], dtype=torch.float64),
@@ -75,5 +77,5 @@ def rotate_pair(student_fn):
         x, y = pair[:, 0], pair[:, 1]
         # the direction of notebook 03's R(k), the block [[cos, sin], [-sin, cos]], as the exercise text says
         expected = torch.stack([x * angle.cos() + y * angle.sin(), -x * angle.sin() + y * angle.cos()], dim=-1)
-        got = call("12.3", student_fn, case, pair.clone(), positions.clone(), theta)
-        expect("12.3", case, got, expected, atol=1e-6)
+        got = grader.call(student_fn, case, pair.clone(), positions.clone(), theta)
+        grader.expect(case, got, expected, atol=1e-6)

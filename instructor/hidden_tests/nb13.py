@@ -5,18 +5,20 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from hidden_tests import VALUE, Forbidden, Rules, call, check_value, expect, generator, hidden_test
+from course_lib.exercises import nb13
+
+from . import Forbidden, Rules, generator, hidden_test
 
 
-@hidden_test("check_fixed_layer_norm", "13.1", points=2, cases=3, rules=Rules(forbid=(
+@hidden_test(nb13.check_fixed_layer_norm, cases=3, rules=Rules(forbid=(
     Forbidden("layer_?norm|group_?norm|instance_?norm|batch_?norm", "a repair of the norm written out, without "
               "PyTorch's LayerNorm (nn.LayerNorm, F.layer_norm)"),),
     stated="implied: repair the classmate's norm (not replace it by PyTorch's)"))
-def fixed_layer_norm(student_cls):
+def fixed_layer_norm(grader, student_cls):
     g = generator(130_001)
     for case, d, scale, shift in [("d 7, large values", 7, 40.0, -3.0), ("d 2", 2, 1.0, 0.5),
                                   ("d 33, near-constant rows", 33, 1e-3, 2.0)]:
-        module = call("13.1", student_cls, f"RepairedLayerNorm({d})", d)
+        module = grader.call(student_cls, f"RepairedLayerNorm({d})", d)
         # The values must land on the student's own module: in the sandbox its parameters, fetched by name or
         # by iteration, are the kernel's tensors (tests/test_remote_proxy.py); set here by name.
         names = [name for name, p in module.named_parameters() if tuple(p.shape) == (d,)]
@@ -33,13 +35,13 @@ def fixed_layer_norm(student_cls):
                 reference.weight.copy_(gamma)
                 reference.bias.copy_(beta)
         with torch.no_grad():
-            got = call("13.1", module, case, x.clone())
+            got = grader.call(module, case, x.clone())
             expected = reference(x)
-        expect("13.1", case, got, expected, atol=1e-4)
+        grader.expect(case, got, expected, atol=1e-4)
 
 
-@hidden_test("check_attention_calls", "13.2", points=1, kind=VALUE)
-def attention_calls(answer):
+@hidden_test(nb13.check_attention_calls)
+def attention_calls(grader, answer):
     if isinstance(answer, bool):
-        raise AssertionError("Exercise 13.2: answer with a whole number.")
-    check_value("13.2", answer, 2 * 1 + 2 * 2)
+        raise grader.wrong("answer with a whole number.")
+    grader.check_value(answer, 2 * 1 + 2 * 2)

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from hidden_tests import Rules, call, expect, hidden_test
+from course_lib.exercises import nb14
+
+from . import Rules, hidden_test
 
 
 def _recipe_peak(d_model: int, layers: int) -> float:
@@ -11,8 +13,8 @@ def _recipe_peak(d_model: int, layers: int) -> float:
     return toy_peak * (max(d_model, 64) / 64) ** -1.0 * (max(layers, 2) / 2) ** -0.5
 
 
-@hidden_test("check_peak_lr", "14.1", points=2, cases=5)
-def peak_lr(student_fn):
+@hidden_test(nb14.check_peak_lr, cases=5)
+def peak_lr(grader, student_fn):
     for case, d_model, layers in [
         ("d_model 96, 5 layers", 96, 5),
         ("d_model 384, 4 layers", 384, 4),
@@ -20,16 +22,16 @@ def peak_lr(student_fn):
         ("narrower than the toy but deeper: d_model 48, 3 layers", 48, 3),
         ("wider than the toy, one layer: d_model 200, 1 layer", 200, 1),
     ]:
-        got = call("14.1", student_fn, case, d_model, layers)
+        got = grader.call(student_fn, case, d_model, layers)
         if hasattr(got, "item"):
             got = got.item()
         expected = _recipe_peak(d_model, layers)
-        expect("14.1", case, got, expected, atol=0.0, rtol=1e-6)
+        grader.expect(case, got, expected, atol=0.0, rtol=1e-6)
 
 
-@hidden_test("check_unknown_rate", "14.2", points=2, cases=5, rules=Rules(allow=("Vocab.*",),
+@hidden_test(nb14.check_unknown_rate, cases=5, rules=Rules(allow=("Vocab.*",),
                                                                 stated="own code (course_lib's unknown_rate is imported above)"))
-def unknown_rate(student_fn):
+def unknown_rate(grader, student_fn):
     from course_lib.tokenization import Vocab
 
     vocab = Vocab.build([["ein", "mann", "fährt", "rad", "."], ["zwei", "hunde", "spielen", "im", "schnee", "."]])
@@ -43,5 +45,5 @@ def unknown_rate(student_fn):
     ]:
         tokens = [t for sentence in token_lists for t in sentence]
         expected = sum(t not in vocab for t in tokens) / len(tokens) if tokens else 0.0
-        got = call("14.2", student_fn, case, [list(s) for s in token_lists], vocab)
-        expect("14.2", case, got, float(expected), atol=1e-9, rtol=0.0)
+        got = grader.call(student_fn, case, [list(s) for s in token_lists], vocab)
+        grader.expect(case, got, float(expected), atol=1e-9, rtol=0.0)

@@ -10,8 +10,8 @@ usual. One notebook execution per notebook, one torch thread.
 
 ``--rules`` prints the table of every coding exercise's rules instead (Markdown).
 
-Usage:
-    python instructor/verify_hidden_tests.py notebooks/04_attention.ipynb [...]
+Usage (from the repository root):
+    python -m instructor.verify_hidden_tests notebooks/04_attention.ipynb [...]
 """
 
 from __future__ import annotations
@@ -24,13 +24,12 @@ from pathlib import Path
 
 import nbformat
 
-HERE = Path(__file__).resolve().parent
-sys.path[:0] = [str(HERE), str(HERE.parent / "scripts")]
-from student_edition import check_call, hidden_registry, is_solution_cell, kernel_environment  # noqa: E402
-from synthetic import ROOT, _split_check, hardcoded_source, solution_code, with_solution  # noqa: E402
+from instructor import hidden_tests
+from instructor.exercise_cells import check_call, hidden_registry, is_solution_cell, kernel_environment
+from instructor.synthetic import ROOT, _split_check, hardcoded_source, solution_code, with_solution
 
 MARK = "# verify_hidden_tests"
-OWN_CODE_CHECK = """import hidden_tests as _ht
+OWN_CODE_CHECK = """from instructor import hidden_tests as _ht
 _verdict = {call}
 if (_verdict.status, _verdict.rule) != ("broke a rule", "own code"):
     raise RuntimeError("an answer {what} was not rejected: " + _verdict.message)
@@ -70,7 +69,7 @@ def verification_notebook(path: Path):
         solution = solution_code(nb, index)
         call = f"_ht.grade({module!r}, {checker!r}, {arguments})"
         right = with_solution(before, solution)
-        cells.append(nbformat.v4.new_code_cell(f"{MARK}: the course's solution passes\n{right}\nimport hidden_tests as _ht\n"
+        cells.append(nbformat.v4.new_code_cell(f"{MARK}: the course's solution passes\n{right}\nfrom instructor import hidden_tests as _ht\n"
                                                f"{call}"))
         if test.kind == "function":
             table = hardcoded_source(before, solution, module, checker, arguments)
@@ -109,11 +108,6 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--rules", action="store_true", help="print the table of the coding exercises' rules")
     args = parser.parse_args(argv)
     if args.rules:
-        from student_edition import hidden_registry
-
-        hidden_registry()
-        import hidden_tests
-
         print(hidden_tests.rules_table())
         return 0
     kernel_environment()

@@ -7,7 +7,7 @@ in a log, samples the machine's 1-minute load while it runs, and writes a result
 command printed (each epoch's validation loss and BLEU, which epoch it kept and why) and the test figures
 stored in its checkpoint::
 
-    python benchmarks/cli_check.py --data-dir ../shared/data/multi30k --run stretch-subwords \\
+    python -m benchmarks.cli_check --data-dir ../shared/data/multi30k --run stretch-subwords \\
         --log runs/cli_check-stretch-subwords.log -- \\
         --d-model 256 --n-heads 8 --d-ff 512 --layers 3 --dropout 0.1 --min-freq 2 --threads 2 \\
         --epochs 15 --time-budget 0 --subword-merges 4000 --beam 4
@@ -27,10 +27,8 @@ import sys
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from real_data import find_file
-from results_io import git_commit, machine, now, write_atomic
-
+from benchmarks.real_data import find_file
+from benchmarks.results_io import git_commit, machine, now, write_atomic
 from course_lib import train as cli
 from course_lib.checkpoint import read_checkpoint
 

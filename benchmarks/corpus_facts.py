@@ -5,7 +5,7 @@ words with ``min_freq`` 2, and BPE pieces), target lengths in words and in piece
 tutorial model with and without the shared output matrix. Everything is computed the way the command
 line computes it (cased spaCy words, :mod:`course_lib.recipe`, :class:`course_lib.subword.SubwordTokenizer`).
 
-    python benchmarks/corpus_facts.py --data-dir ../shared/data/multi30k     # -> benchmarks/results/corpus_facts/
+    python -m benchmarks.corpus_facts --data-dir ../shared/data/multi30k     # -> benchmarks/results/corpus_facts/
 
 Takes about a minute on one CPU core (spaCy tokenization of 31,000 sentence pairs dominates).
 """
@@ -16,10 +16,8 @@ import argparse
 import sys
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-import results_io
-from real_data import find_file
-
+from benchmarks import results_io
+from benchmarks.real_data import find_file
 from course_lib import data, loading
 from course_lib.model import Transformer, TransformerConfig
 from course_lib.recipe import SINGLETON_SHARE, singleton_share

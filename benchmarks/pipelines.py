@@ -28,9 +28,9 @@ from contextlib import contextmanager
 from dataclasses import replace
 
 import torch
-from time_to_bleu import TorchTransformerTranslator
 from torch import nn
 
+from benchmarks.time_to_bleu import TorchTransformerTranslator
 from course_lib import data, loading
 from course_lib import train as cli
 from course_lib.decoding import translate_token_lists

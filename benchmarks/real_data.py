@@ -19,9 +19,9 @@ Results: ``benchmarks/results/real_data/RUN/PIPELINE-seedN.json``, rewritten aft
 (``"complete": true`` once all epochs are in). A pipeline and seed whose file is complete with the same
 settings is skipped, so a long benchmark resumes seed by seed::
 
-    python benchmarks/real_data.py --data-dir ../shared/data/multi30k --threads 2 --epochs 10 --seeds 0 1 2 \\
+    python -m benchmarks.real_data --data-dir ../shared/data/multi30k --threads 2 --epochs 10 --seeds 0 1 2 \\
         --run tutorial --d-model 256 --n-heads 8 --d-ff 512 --layers 3 --dropout 0.1 --min-freq 2
-    python benchmarks/real_data.py --data-dir DIR --epochs 4 --pipelines course --run default   # the default model
+    python -m benchmarks.real_data --data-dir DIR --epochs 4 --pipelines course --run default   # the default model
 
 Flags this script does not know are passed to the course pipeline's command line (``course_lib.train``).
 Files: ``DIR/{train,val,test_2016_flickr}.{de,en}`` or the same names with ``.gz``.
@@ -39,10 +39,8 @@ from pathlib import Path
 
 import torch
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from pipelines import PIPELINES, ClassicPipeline, CourseData, CourseRecipePipeline
-from results_io import git_commit, machine, now, write_atomic
-
+from benchmarks.pipelines import PIPELINES, ClassicPipeline, CourseData, CourseRecipePipeline
+from benchmarks.results_io import git_commit, machine, now, write_atomic
 from course_lib import data
 from course_lib import train as cli
 from course_lib.evaluation import score_outputs

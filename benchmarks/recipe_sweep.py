@@ -18,13 +18,13 @@ Seeds run one after another, the peaks for every seed first (seed 0: x0.5, x2; s
 untied output for every seed, so an interrupted sweep still compares whole groups; a finished (setting,
 seed) is skipped when the sweep is run again::
 
-    python benchmarks/recipe_sweep.py --data-dir ../shared/data/multi30k --threads 2 --seeds 0 1 2
+    python -m benchmarks.recipe_sweep --data-dir ../shared/data/multi30k --threads 2 --seeds 0 1 2
 
 A 4-epoch horizon cannot settle the tying rule (untied trails after epoch 2 and leads after epoch 4, by
 less than the seeds' spread), so ``--full-horizon`` runs the untied output over the whole 10-epoch
 schedule, validation only, for comparison with the tied recipe's ``tutorial`` run epoch by epoch::
 
-    python benchmarks/recipe_sweep.py --data-dir ../shared/data/multi30k --threads 2 --seeds 0 1 2 --full-horizon
+    python -m benchmarks.recipe_sweep --data-dir ../shared/data/multi30k --threads 2 --seeds 0 1 2 --full-horizon
 
 ``benchmarks/report.py`` tabulates the results (validation BLEU after epoch 4, mean and spread over seeds)
 in ``benchmarks/README.md``. Limitation: a 4-epoch horizon favours faster learning, i.e. higher peaks;
@@ -35,11 +35,8 @@ from __future__ import annotations
 
 import argparse
 import sys
-from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-import real_data
-
+from benchmarks import real_data
 from course_lib.recipe import peak_lr_for
 
 SIZES = {

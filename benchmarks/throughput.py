@@ -15,12 +15,12 @@ which is robust to a load spike in one block).
 
 Usage::
 
-    python benchmarks/throughput.py                     # 200 training steps each, 1 thread (course default)
-    python benchmarks/throughput.py --threads 2 --steps 400
-    python benchmarks/throughput.py --eval-only         # inference (teacher-forced eval forward) only
-    python benchmarks/throughput.py --unfused           # our written-out attention and LayerNorm
-    python benchmarks/throughput.py --profile           # where the time goes (torch.profiler), both models
-    python benchmarks/throughput.py --size real --threads 2   # Multi30k size: d_model 256, 3+3 layers, 8k/6k vocab
+    python -m benchmarks.throughput                     # 200 training steps each, 1 thread (course default)
+    python -m benchmarks.throughput --threads 2 --steps 400
+    python -m benchmarks.throughput --eval-only         # inference (teacher-forced eval forward) only
+    python -m benchmarks.throughput --unfused           # our written-out attention and LayerNorm
+    python -m benchmarks.throughput --profile           # where the time goes (torch.profiler), both models
+    python -m benchmarks.throughput --size real --threads 2   # Multi30k size: d_model 256, 3+3 layers, 8k/6k vocab
 
 Notes: ``nn.Transformer`` always has a final LayerNorm after each stack; our default post-norm
 model has none (two LayerNorms of 64 features: negligible). In eval mode ``nn.Transformer`` takes
@@ -44,9 +44,7 @@ from pathlib import Path
 import torch
 from torch import nn
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-import results_io
-
+from benchmarks import results_io
 from course_lib.embeddings import sinusoidal_table
 from course_lib.masks import causal_mask
 from course_lib.model import Transformer, TransformerConfig

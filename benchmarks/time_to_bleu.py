@@ -10,9 +10,9 @@ Adam with the warm-up schedule, weight averaging and the batches of the command 
 Every ``--eval-every`` seconds of training, greedy BLEU on the validation split is measured; the
 evaluation time is *not* on the training clock. Training tokens/s counts target tokens.
 
-    python benchmarks/time_to_bleu.py                      # both models, up to 240 s each
-    python benchmarks/time_to_bleu.py --clock process      # CPU-time clock: fairer on a busy machine
-    python benchmarks/time_to_bleu.py --models course --budget 120
+    python -m benchmarks.time_to_bleu                      # both models, up to 240 s each
+    python -m benchmarks.time_to_bleu --clock process      # CPU-time clock: fairer on a busy machine
+    python -m benchmarks.time_to_bleu --models course --budget 120
 
 Note: ``nn.Transformer`` puts a final LayerNorm after both stacks even in post-norm mode; it is
 kept, so the baseline is the stock PyTorch module.
@@ -30,9 +30,7 @@ from pathlib import Path
 import torch
 from torch import nn
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-import results_io
-
+from benchmarks import results_io
 from course_lib import data
 from course_lib.embeddings import SinusoidalPositionalEncoding, TokenEmbedding
 from course_lib.evaluation import evaluate_translation

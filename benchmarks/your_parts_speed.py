@@ -21,23 +21,20 @@ writes a results file (``benchmarks/results/your_parts_speed/``) unless ``--no-r
 
 Usage::
 
-    python benchmarks/your_parts_speed.py                  # 1 thread (the course default)
-    python benchmarks/your_parts_speed.py --parts-dir notebooks --rounds 6 --block 30
+    python -m benchmarks.your_parts_speed                  # 1 thread (the course default)
+    python -m benchmarks.your_parts_speed --parts-dir notebooks --rounds 6 --block 30
 """
 
 from __future__ import annotations
 
 import argparse
 import itertools
-import sys
 import time
 from pathlib import Path
 
 import torch
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-import results_io
-
+from benchmarks import results_io
 from course_lib import attention, embeddings, layers, masks
 from course_lib.data import build_vocabs, load_toy_corpus, make_dataset, tokenize_pairs
 from course_lib.decoding import _pad_batch, make_stepper, output_limits

@@ -1,24 +1,18 @@
 """The throughput benchmark script runs end to end (2 tiny steps per model; nothing is timed or asserted on speed)."""
 
-import importlib.util
 import json
 from pathlib import Path
 
 import torch
 
-SCRIPT = Path(__file__).resolve().parents[1] / "benchmarks" / "throughput.py"
+from benchmarks import throughput, time_to_bleu, your_parts_speed
 
-
-def _load_benchmark():
-    spec = importlib.util.spec_from_file_location("throughput_benchmark", SCRIPT)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+ROOT = Path(__file__).resolve().parents[1]
 
 
 def test_benchmark_main_runs_two_steps(capsys, tmp_path):
     torch.manual_seed(0)
-    benchmark = _load_benchmark()
+    benchmark = throughput
     threads = torch.get_num_threads()
     record = tmp_path / "throughput.json"
     try:  # main() sets the torch thread count; restore it for the other tests
@@ -45,7 +39,7 @@ def test_benchmark_models_compute_the_same_function():
     from course_lib.model import TransformerConfig
 
     torch.manual_seed(1)
-    benchmark = _load_benchmark()
+    benchmark = throughput
     config = TransformerConfig(src_vocab_size=30, tgt_vocab_size=20, final_norm=True)
     ours, ref = benchmark.build_models(config)
     ours.eval()
@@ -66,13 +60,11 @@ def test_benchmark_models_compute_the_same_function():
 
 
 def test_your_parts_speed_benchmark_runs(capsys, tmp_path):
-    spec = importlib.util.spec_from_file_location("your_parts_speed", SCRIPT.parent / "your_parts_speed.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
+    module = your_parts_speed
     threads = torch.get_num_threads()
     record = tmp_path / "speed.json"
     try:
-        result = module.main(["--parts-dir", str(SCRIPT.parents[1] / "notebooks"), "--rounds", "1", "--block", "1",
+        result = module.main(["--parts-dir", str(ROOT / "notebooks"), "--rounds", "1", "--block", "1",
                               "--train-pairs", "200", "--test-sentences", "8", "--decode-rounds", "1",
                               "--record", str(record)])
     finally:
@@ -83,16 +75,8 @@ def test_your_parts_speed_benchmark_runs(capsys, tmp_path):
     assert json.loads(record.read_text())["results"]["ratios"]["cache_speedup_yours"] > 0
 
 
-def _load(name: str):
-    path = SCRIPT.parent / f"{name}.py"
-    spec = importlib.util.spec_from_file_location(f"{name}_benchmark", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
 def test_time_to_bleu_interleaves_the_two_models(capsys, tmp_path):
-    benchmark = _load("time_to_bleu")
+    benchmark = time_to_bleu
     threads = torch.get_num_threads()
     try:
         results = benchmark.main(["--budget", "2", "--eval-every", "1", "--threads", "1", "--valid-pairs", "20",
@@ -107,7 +91,7 @@ def test_time_to_bleu_interleaves_the_two_models(capsys, tmp_path):
 
 
 def test_throughput_benchmark_has_the_real_size(capsys):
-    benchmark = _load("throughput")
+    benchmark = throughput
     threads = torch.get_num_threads()
     try:
         results = benchmark.main(["--size", "real", "--steps", "1", "--block", "1", "--warmup", "1",

@@ -6,26 +6,21 @@ the classic batching rule; the report's statistics and its choice of epoch on va
 """
 
 import gzip
-import importlib.util
 import json
-import sys
 from pathlib import Path
 
 import pytest
 import torch
 
+from benchmarks import cli_check, pipelines, real_data, report
+from benchmarks.sections import cli_check as cli_check_section
+from benchmarks.sections import common, stretch, throughput, time_to_bleu
+from benchmarks.sections import real_data as real_data_section
+from benchmarks.sections import recipe_sweep as sweep
+
 BENCHMARKS = Path(__file__).resolve().parents[1] / "benchmarks"
 TINY = ["--epochs", "2", "--threads", "1", "--classic-batch-tokens", "300", "--classic-warmup", "4",
         "--classic-min-freq", "1", "--d-model", "16", "--n-heads", "2", "--d-ff", "32", "--layers", "1"]
-
-
-def _load(name: str):
-    if str(BENCHMARKS) not in sys.path:
-        sys.path.insert(0, str(BENCHMARKS))
-    spec = importlib.util.spec_from_file_location(f"{name}_under_test", BENCHMARKS / f"{name}.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
 def write_multi30k_style(folder: Path, n_train: int = 60, n_eval: int = 8) -> None:
@@ -54,7 +49,7 @@ def finished(tmp_path_factory):
     """One run of all three pipelines, seed 0, and its printed log."""
     folder = tmp_path_factory.mktemp("multi30k")
     write_multi30k_style(folder)
-    benchmark = _load("real_data")
+    benchmark = real_data
     results = folder / "results"
     import contextlib
     import io
@@ -120,21 +115,20 @@ def test_a_stopped_sweep_run_follows_the_full_schedule_and_never_sees_test(finis
 
 
 def test_stop_after_beyond_the_schedule_is_one_clear_error(capsys):
-    benchmark = _load("real_data")
+    benchmark = real_data
     with pytest.raises(SystemExit):
         benchmark.parse_args(["--data-dir", ".", "--epochs", "4", "--stop-after", "5"])
     assert "--stop-after: expected an epoch from 1 to --epochs (4), got 5" in capsys.readouterr().err
 
 
 def test_unknown_pipeline_is_one_clear_error(capsys):
-    benchmark = _load("real_data")
+    benchmark = real_data
     with pytest.raises(SystemExit):
         benchmark.parse_args(["--data-dir", ".", "--pipelines", "course,nope"])
     assert "--pipelines: unknown ['nope']" in capsys.readouterr().err
 
 
 def test_classic_batches_follow_the_rule():
-    pipelines = _load("pipelines")
     gen = torch.Generator().manual_seed(0)
     src = torch.randint(1, 40, (3000,), generator=gen).tolist()
     tgt = torch.randint(1, 40, (3000,), generator=gen).tolist()
@@ -162,49 +156,44 @@ def _record(pipeline: str, seed: int, valid: list[float], test: list[float], com
 
 
 def test_report_chooses_the_epoch_on_validation_and_reports_test_there(tmp_path):
-    report = _load("report")
     # validation peaks at epoch 2 while test peaks at epoch 3: the report must take epoch 2's test score
     rs = [_record("course", s, [10, 30 + s, 20], [11, 21 + s, 40]) for s in range(3)]
-    assert [report.chosen_epoch(r) for r in rs] == [2, 2, 2]
-    table = report.final_table({"course": rs})
+    assert [common.chosen_epoch(r) for r in rs] == [2, 2, 2]
+    table = common.final_table({"course": rs})
     assert "| 2, 2, 2 | 22.0 ± 1.0 (21.0–23.0) |" in table
     assert "40.0 ± 0.0 (40.0–40.0)" in table  # the last epoch, reported as such
 
 
 def test_report_statistics_and_comparison():
-    report = _load("report")
-    s = report.summary([1.0, 2.0, 3.0])
+    s = common.summary([1.0, 2.0, 3.0])
     assert (s["mean"], s["sd"], s["min"], s["max"], s["n"]) == (2.0, 1.0, 1.0, 3.0, 3)
-    assert report.fmt(report.summary([37.5])) == "37.5 (1 seed)"
+    assert common.fmt(common.summary([37.5])) == "37.5 (1 seed)"
     course = [_record("course", s, [1, 2, 3], [10, 20, 33]) for s in range(3)]
     classic = [_record("classic", s, [1, 2, 3], [12, 18, 30]) for s in range(3)]
-    sentence = report.comparison({"course": course, "classic": classic})
+    sentence = real_data_section.comparison({"course": course, "classic": classic})
     assert "+3.0 lower-cased test BLEU" in sentence and "from epoch 2 on" in sentence and "3 seeds both" in sentence
     unfinished = [_record("course", 0, [1, 2, 3], [10, 20, 33], complete=False)]
-    assert report.comparison({"course": unfinished, "classic": classic}) == ""  # no claim without finished seeds
+    assert real_data_section.comparison({"course": unfinished, "classic": classic}) == ""  # no claim without finished seeds
 
 
 def test_report_score_at_equal_training_time():
-    report = _load("report")
     record = _record("course", 0, [1, 2, 3], [10, 20, 30])
-    assert report.score_at_time(record, 10.0) == 20  # two epochs of 5 s fit
-    assert report.score_at_time(record, 9.9) == 10
-    assert report.score_at_time(record, 1.0) == 0.0
+    assert common.score_at_time(record, 10.0) == 20  # two epochs of 5 s fit
+    assert common.score_at_time(record, 9.9) == 10
+    assert common.score_at_time(record, 1.0) == 0.0
 
 
 def test_generated_prose_matches_the_results_files():
     """README's real-data block, notebook 14's and benchmarks/README.md equal what report.py makes of the files."""
-    report = _load("report")
     stale = [str(path.relative_to(report.ROOT)) for path, text in report.expected().items()
              if not path.exists() or path.read_text(encoding="utf-8") != text]
-    assert not stale, f"out of date with benchmarks/results: {stale}; run python benchmarks/report.py"
+    assert not stale, f"out of date with benchmarks/results: {stale}; run python -m benchmarks.report"
 
 
 def test_report_compares_over_the_seeds_both_pipelines_finished():
-    report = _load("report")
     course = [_record("course", 0, [1, 2, 3], [10, 20, 30])]
     classic = [_record("classic", s, [1, 2, 3], [9, 19, 29 - 10 * s]) for s in range(2)]  # seed 1 far worse
-    sentence = report.comparison({"course": course, "classic": classic})
+    sentence = real_data_section.comparison({"course": course, "classic": classic})
     assert "+1.0 lower-cased test BLEU" in sentence and "the 1 seed both finished" in sentence
 
 
@@ -217,30 +206,28 @@ def _sweep_record(seed: int, valid: list[float], peak: str, tied: str = "no") ->
 def test_full_horizon_compares_untied_with_the_tied_run_seed_by_seed():
     """recipe_sweep.py --full-horizon: the untied output over 10 epochs against the tutorial run, on validation;
     kept out of the 4-epoch table; the verdict needs 3 seeds and says when they disagree in sign."""
-    report = _load("report")
     tied = [_sweep_record(s, [1, 2, 3, 30, 31, 32, 33, 34, 35, 36 + s], "1.80e-03", "yes") for s in range(3)]
     untied = [_sweep_record(s, [1, 2, 3, 31, 31, 32, 33, 34, 35, 36 + 2 * s - 1], "1.80e-03") for s in range(3)]
-    runs = {"tutorial": {"course": tied}, report.FULL_HORIZON: {"course": untied[:2]}}
-    table, sentence = report.full_horizon(runs)
+    runs = {"tutorial": {"course": tied}, sweep.FULL_HORIZON: {"course": untied[:2]}}
+    table, sentence = sweep.full_horizon(runs)
     assert "| 10 | 36.5 ± 0.7 (36.0–37.0) | 36.0 ± 1.4 (35.0–37.0) | -1.0, +0.0 |" in table
     assert "2 of 3 seeds finished: no verdict yet" in sentence
-    runs[report.FULL_HORIZON]["course"] = untied
-    table, sentence = report.full_horizon(runs)
+    runs[sweep.FULL_HORIZON]["course"] = untied
+    table, sentence = sweep.full_horizon(runs)
     assert sentence.endswith("untied minus tied +0.0 (seed by seed -1.0, +0.0, +1.0); the seeds disagree in sign: "
                              "validation does not separate the two.")
-    assert not any("10ep" in row[0] for row in report.sweep_rows(runs, "tutorial"))
-    assert "### The tied output over the whole schedule" in report.render_sweep(runs)
-    assert report.full_horizon({"tutorial": {"course": tied}}) == ("", "")
+    assert not any("10ep" in row[0] for row in sweep.sweep_rows(runs, "tutorial"))
+    assert "### The tied output over the whole schedule" in sweep.render_sweep(runs)
+    assert sweep.full_horizon({"tutorial": {"course": tied}}) == ("", "")
 
 
 def test_sweep_table_reads_valid_after_epoch_4_and_names_the_best_setting():
-    report = _load("report")
     runs = {
         "default": {"course": [_sweep_record(s, [1, 2, 3, 20 + s], "8.84e-03") for s in range(3)]},
         "sweep-default-peak0.5x": {"course": [_sweep_record(s, [1, 2, 3, 18 + s], "4.42e-03") for s in range(3)]},
         "sweep-default-peak2x": {"course": [_sweep_record(s, [1, 2, 3, 19 + s], "1.77e-02") for s in range(2)]},
     }
-    text = report.render_sweep(runs)
+    text = sweep.render_sweep(runs)
     assert "| recipe (x1, as chosen) | 8.84e-03 | no | 0, 1, 2 |" in text
     assert "| peak x0.5 | 4.42e-03 | no | 0, 1, 2 |" in text and "| peak x2 | 1.77e-02 | no | 0, 1 |" in text
     assert "21.0 ± 1.0 (20.0–22.0)" in text  # the recipe's epoch-4 validation BLEU over seeds 0-2
@@ -248,12 +235,12 @@ def test_sweep_table_reads_valid_after_epoch_4_and_names_the_best_setting():
     assert ("Over seeds 0, 1, the ones every setting has finished, validation BLEU after epoch 4: recipe 20.5, "
             "peak x2 19.5, peak x0.5 18.5; the recipe's own setting is best.") in text
     runs["sweep-default-peak2x"] = {"course": [_sweep_record(s, [1, 2, 3, 23 + s], "1.77e-02") for s in range(3)]}
-    text = report.render_sweep(runs)
+    text = sweep.render_sweep(runs)
     assert ("peak x2 is best, 3.0 above the recipe's setting (beyond one standard deviation of the seeds; "
             "seed by seed +3.0, +3.0, +3.0)") in text
     one_seed = {k: {"course": v["course"][:1]} for k, v in runs.items()}
-    assert "On seed 0, the only seed every setting has finished" in report.render_sweep(one_seed)
-    assert "one seed cannot tell" in report.render_sweep(one_seed)
+    assert "On seed 0, the only seed every setting has finished" in sweep.render_sweep(one_seed)
+    assert "one seed cannot tell" in sweep.render_sweep(one_seed)
     assert "sweep-" not in report.render_benchmarks_readme({k: v for k, v in runs.items()}).split("## The recipe")[0]
 
 
@@ -262,28 +249,27 @@ def test_the_recipe_docstring_s_claim_about_the_sweep_holds_in_the_results_files
     every setting has finished (benchmarks/recipe_sweep.py). The committed results files must say the same."""
     import course_lib.recipe
 
-    report = _load("report")
     assert "At both widths the recipe's peak has the best mean validation BLEU" in " ".join(
         course_lib.recipe.__doc__.split())
-    runs = report.load_runs()
+    runs = common.load_runs()
     for size in ("default", "tutorial"):
-        rows = [row for row in report.sweep_rows(runs, size) if "untied" not in row[0]]
+        rows = [row for row in sweep.sweep_rows(runs, size) if "untied" not in row[0]]
         assert len(rows) == 3, f"{size}: the sweep needs the recipe's peak, x0.5 and x2 (found {[r[0] for r in rows]})"
-        assert "the recipe's own setting is best" in report.sweep_verdict(rows), report.sweep_verdict(rows)
+        assert "the recipe's own setting is best" in sweep.sweep_verdict(rows), sweep.sweep_verdict(rows)
     # "Validation does not separate the two: untied is behind after epoch 2 and ahead after epoch 4 by less than
     # one standard deviation of the seeds (ahead on two seeds, behind on the third)."
     assert "Validation does not separate the two" in " ".join(course_lib.recipe.__doc__.split())
-    rows = report.sweep_rows(runs, "tutorial")
+    rows = sweep.sweep_rows(runs, "tutorial")
     recipe = {r["seed"]: r for r in rows[0][3]}
     untied = {r["seed"]: r for r in next(records for setting, _, _, records in rows if "untied" in setting)}
     assert sorted(untied) == [0, 1, 2] and set(untied) <= set(recipe)
-    gaps = {epoch: [report.metric(untied[s], epoch, "valid") - report.metric(recipe[s], epoch, "valid") for s in untied]
+    gaps = {epoch: [common.metric(untied[s], epoch, "valid") - common.metric(recipe[s], epoch, "valid") for s in untied]
             for epoch in (2, 4)}
     assert sum(gaps[2]) < 0 < sum(gaps[4]), gaps
     assert sorted(g > 0 for g in gaps[4]) == [False, True, True], gaps
     assert "tied output ends ahead on every seed" in " ".join(course_lib.recipe.__doc__.split())
-    assert report.full_horizon(runs)[1].endswith("tied is ahead on every seed: validation favours the recipe's tied output.")
-    verdict = report.sweep_verdict(rows)
+    assert sweep.full_horizon(runs)[1].endswith("tied is ahead on every seed: validation favours the recipe's tied output.")
+    verdict = sweep.sweep_verdict(rows)
     assert "untied output has the highest mean" in verdict and "the seeds disagree in sign" in verdict, verdict
 
 
@@ -305,67 +291,64 @@ def _stretch_record(seed: int, greedy: float, beam: float, test_greedy: float, t
 
 
 def test_stretch_chooses_the_decoding_on_validation_and_needs_three_seeds_in_time():
-    report = _load("report")
     # beam wins on validation: its test figures are reported, not greedy's (which are higher here on purpose)
     rs = [_stretch_record(s, 38.0, 39.0, 45.0, 40.0 + s) for s in range(2)]
-    res = report.stretch_result({"course": rs})
+    res = stretch.stretch_result({"course": rs})
     assert res["decoding"] == "beam 4" and res["test_tok_lc"]["mean"] == 40.5 and res["test_lc"]["mean"] == 39.5
     assert res["verdict"] == "2 of 3 seeds finished: no verdict yet"
     # the target is judged on the detokenized lower-cased figure (test_beam - 1 here), not the tokenized one
     rs.append(_stretch_record(2, 38.0, 39.0, 45.0, 40.0))
-    res = report.stretch_result({"course": rs})
+    res = stretch.stretch_result({"course": rs})
     assert res["test_tok_lc"]["mean"] > 40 and res["verdict"] == "not met: the mean is 39.3"
     rs = [_stretch_record(s, 38.0, 39.0, 45.0, 41.0 + s) for s in range(3)]
-    assert report.stretch_result({"course": rs})["verdict"].startswith("met (mean 41.0, lowest seed 40.0")
+    assert stretch.stretch_result({"course": rs})["verdict"].startswith("met (mean 41.0, lowest seed 40.0")
     # greedy wins on validation: greedy's test figures
     rs = [_stretch_record(s, 39.0, 38.0, 41.0, 50.0) for s in range(3)]
-    res = report.stretch_result({"course": rs})
+    res = stretch.stretch_result({"course": rs})
     assert res["decoding"] == "greedy" and res["test_lc"]["mean"] == 41.0
     # over the budget: 2 epochs of 1,801 s is 60.03 minutes
     rs = [_stretch_record(s, 38.0, 39.0, 45.0, 45.0, seconds=1801.0) for s in range(3)]
-    assert report.stretch_result({"course": rs})["verdict"].startswith("not met: the slowest seed trained 60 minutes")
-    text = report.render_stretch("stretch-x", {"course": rs})
+    assert stretch.stretch_result({"course": rs})["verdict"].startswith("not met: the slowest seed trained 60 minutes")
+    text = stretch.render_stretch("stretch-x", {"course": rs})
     assert "### Stretch run `stretch-x`" in text and "| 0 | 60.0 | 38.0 | 39.0 |" in text
     assert "--pipelines course --run stretch-x --test-last-only --beam-last 4" in text
     assert "BPE pieces instead of words (vocab 3969/3852" in text and "4,000 BPE merges per language" in text
-    assert report.stretch_result({"course": [_stretch_record(0, 1, 2, 3, 4) | {"complete": False}]}) is None
+    assert stretch.stretch_result({"course": [_stretch_record(0, 1, 2, 3, 4) | {"complete": False}]}) is None
     mixed = [_stretch_record(0, 1, 2, 3, 4), _stretch_record(1, 1, 2, 3, 4)]
     mixed[1]["settings"]["args"]["beam_last"] = 5
     with pytest.raises(ValueError, match="different settings"):
-        report.stretch_result({"course": mixed})
+        stretch.stretch_result({"course": mixed})
 
 
 def test_stretch_splits_the_gain_on_validation_against_the_words_run():
-    report = _load("report")
     words = [_record("course", s, [30.0, 35.0], [0.0, 0.0]) for s in range(3)]  # 2 epochs of words
-    stretch = []
+    runs = []
     for s in range(3):
         record = _stretch_record(s, 38.0, 39.0, 45.0, 41.0)
         record["epochs"].insert(1, dict(record["epochs"][0], epoch=2, valid=dict(record["epochs"][0]["valid"], bleu_lc=36.0)))
         record["epochs"][-1]["epoch"] = 3
-        stretch.append(record)
-    parts = report.stretch_result({"course": stretch}, words)["parts"]
+        runs.append(record)
+    parts = stretch.stretch_result({"course": runs}, words)["parts"]
     assert parts["horizon"] == 2 and parts["seeds"] == 3
     assert (round(parts["subwords"], 6), round(parts["epochs"], 6), round(parts["decoding"], 6)) == (1.0, 2.0, 1.0)
-    sentence = report.stretch_sentence({"course": stretch}, words)
+    sentence = stretch.stretch_sentence({"course": runs}, words)
     assert "subwords +1.0 (both after epoch 2), epochs 2–3 +2.0 and the chosen decoding +1.0" in sentence
 
 
 def test_throughput_and_time_to_bleu_tables_summarise_three_runs():
-    report = _load("report")
-    throughput = [{"started": "2026-11-26T09:00:00", "commit": "abcdef0", "threads": 2, "tied_output": {"ours": True},
-                   "arguments": {"size": "real"},
-                   "results": {"train": {"ratio": r, "median_round_ratio": r}, "eval": {"ratio": 1.0, "median_round_ratio": 1.0}}}
-                  for r in (1.0, 1.1, 1.2)]
-    text = report.render_throughput(throughput)
+    records = [{"started": "2026-11-26T09:00:00", "commit": "abcdef0", "threads": 2, "tied_output": {"ours": True},
+                "arguments": {"size": "real"},
+                "results": {"train": {"ratio": r, "median_round_ratio": r}, "eval": {"ratio": 1.0, "median_round_ratio": 1.0}}}
+               for r in (1.0, 1.1, 1.2)]
+    text = throughput.render_throughput(records)
     assert "- `real`, 2 threads, 3 runs: ours/torch (median of rounds) 1.10 ± 0.10 (1.00–1.20) in training" in text
-    assert "Mean ±" not in report.render_throughput(throughput[:2])  # fewer than 3 runs: rows only
+    assert "Mean ±" not in throughput.render_throughput(records[:2])  # fewer than 3 runs: rows only
     runs = [{"started": "2026-11-26T09:00:00", "commit": "abcdef0", "seed": s, "threads": 1,
              "arguments": {"clock": "wall", "eval_every": 5.0},
              "results": [{"name": "course_lib", "t90": 10.0, "t97": 20.0},
                          {"name": "nn.Transformer", "t90": 20.0, "t97": float("nan") if s == 2 else 30.0}]}
             for s in range(3)]
-    text = report.render_time_to_bleu(runs)
+    text = time_to_bleu.render_time_to_bleu(runs)
     assert "BLEU 90, 3 seeds: course 10.0 ± 0.0 (10.0–10.0) s, nn.Transformer 20.0 ± 0.0 (20.0–20.0) s; ratio " \
            "nn.Transformer / course 2.00 ± 0.00 (2.00–2.00)" in text
     assert "BLEU 97: both models reached it in 2 of 3 seeds; no mean." in text
@@ -388,18 +371,17 @@ def _cli_check(seed: int, valid: list[float], losses: list[float], beam: float, 
 def test_report_says_which_checkpoint_and_compares_the_command_line_with_the_same_seed():
     from course_lib.training import choose_epoch
 
-    report = _load("report")
     rs = [_stretch_record(s, 38.0, 39.0, 45.0, 41.0) for s in range(2)]
     rs[1]["epochs"][0]["valid"]["bleu_lc"] = 38.0  # a tie with the last epoch: the earlier one is chosen
-    assert [report.chosen_epoch(r) for r in rs] == [2, 1]
+    assert [common.chosen_epoch(r) for r in rs] == [2, 1]
     assert choose_epoch([{"epoch": 1, "valid_bleu_lc": 38.0}, {"epoch": 2, "valid_bleu_lc": 38.0}], "bleu")["epoch"] == 1
-    text = report.checkpoint_sentence({"course": rs})
+    text = cli_check_section.checkpoint_sentence({"course": rs})
     assert text.startswith("Which checkpoint: these figures are the weights after the last epoch, 2 ")
     assert "on seeds 0, 1 epochs 2, 1 (seed 1: an earlier epoch, whose test figure the benchmark did not score)" in text
     assert "`--keep last` keeps the last epoch, the benchmark's checkpoint on every seed" in text
     assert "Checked" not in text  # no command-line run recorded yet
     check = _cli_check(0, [10.0, 38.0], [2.0, 2.1], beam=40.04, greedy=44.96)
-    text = report.checkpoint_sentence({"course": rs}, [check, dict(check, seed=1, complete=False)])
+    text = cli_check_section.checkpoint_sentence({"course": rs}, [check, dict(check, seed=1, complete=False)])
     assert text.count("Checked") == 1  # the unfinished seed is left out
     assert ("Checked by running the command as the README gives it but with `--threads 1` for 2 "
             "(`benchmarks/cli_check.py`, seed 0, 2026-11-27: 10.0 minutes of training on 1 thread, 1-minute load "
@@ -409,15 +391,14 @@ def test_report_says_which_checkpoint_and_compares_the_command_line_with_the_sam
             "for the benchmark's seed 0.") in text
     check["epochs"][0]["valid_bleu_lc"] = 10.5
     assert "its validation BLEU stayed within 0.50 of the benchmark's seed 0 after every one of 2 epochs" in \
-        report.checkpoint_sentence({"course": rs}, [check])
-    table = report.cli_check_table({"course": rs}, check)
+        cli_check_section.checkpoint_sentence({"course": rs}, [check])
+    table = cli_check_section.cli_check_table({"course": rs}, check)
     assert "| 1 | 2.000 | 10.50 | 10.00 |  |" in table and "| 2 | 2.100 | 38.00 | 38.00 | yes |" in table
 
 
 def test_cli_check_reads_what_the_command_line_prints(tmp_path, capsys):
     from course_lib import train as train_cli
 
-    cli_check = _load("cli_check")
     code = train_cli.main(["--max-train-pairs", "60", "--max-eval-pairs", "8", "--epochs", "2", "--time-budget", "0",
                            "--d-model", "16", "--n-heads", "2", "--d-ff", "32", "--layers", "1", "--no-progress",
                            "--samples", "0", "--beam", "1", "--output", str(tmp_path / "m.pt")])
@@ -445,7 +426,6 @@ def _readme_command(marker: str) -> list[str]:
 def test_the_readme_command_is_the_one_the_command_line_check_ran():
     """README's stretch command, less its data files and --output, is what benchmarks/cli_check.py ran (its
     results file records the flags; the thread count may differ and the report says so)."""
-    cli_check = _load("cli_check")
     readme = _readme_command("# the stretch run below, from the command line")
     assert readme[:3] == [".venv/bin/python", "-m", "course_lib.train"]
     flags = readme[readme.index("test_2016_flickr.en.gz") + 1:]
@@ -458,8 +438,8 @@ def test_the_readme_command_is_the_one_the_command_line_check_ran():
         at = recorded.index("--threads") + 1
         assert recorded[:at] + recorded[at + 1:] == flags[:flags.index("--threads") + 1] + flags[flags.index("--threads") + 2:]
     # the stretch benchmark trained with the same model, data and recipe flags
-    stretch = json.loads((BENCHMARKS / "results" / "real_data" / "stretch-subwords" / "course-seed0.json").read_text())
-    for flag, value in zip(stretch["settings"]["course_flags"][::2], stretch["settings"]["course_flags"][1::2], strict=True):
+    record = json.loads((BENCHMARKS / "results" / "real_data" / "stretch-subwords" / "course-seed0.json").read_text())
+    for flag, value in zip(record["settings"]["course_flags"][::2], record["settings"]["course_flags"][1::2], strict=True):
         assert flags[flags.index(flag) + 1] == value, flag
-    assert flags[flags.index("--epochs") + 1] == str(stretch["settings"]["args"]["epochs"])
-    assert flags[flags.index("--beam") + 1] == str(stretch["settings"]["args"]["beam_last"])
+    assert flags[flags.index("--epochs") + 1] == str(record["settings"]["args"]["epochs"])
+    assert flags[flags.index("--beam") + 1] == str(record["settings"]["args"]["beam_last"])

@@ -100,7 +100,7 @@ present: $(CONFIGURED) $(RISE_SETTINGS)
 	$(BIN)/python -m jupyterlab_rise "$(NB)" $(ROOT_FLAG) $(PRESENT_FLAGS)
 
 benchmark: $(CONFIGURED)
-	$(BIN)/python benchmarks/throughput.py
+	$(BIN)/python -m benchmarks.throughput
 
 ## On a machine with a CUDA GPU: the unit tests and every notebook executed on the GPU (scripts/test_gpu.py);
 ## writes benchmarks/results/gpu_tests.json and README's GPU column. Stops, saying so, when there is no GPU.

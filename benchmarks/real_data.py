@@ -23,7 +23,8 @@ settings is skipped, so a long benchmark resumes seed by seed::
         --run tutorial --d-model 256 --n-heads 8 --d-ff 512 --layers 3 --dropout 0.1 --min-freq 2
     python -m benchmarks.real_data --data-dir DIR --epochs 4 --pipelines course --run default   # the default model
 
-Flags this script does not know are passed to the course pipeline's command line (``course_lib.train``).
+Flags this script does not know are the course pipeline's: ``course_lib.train``'s parser reads them once into a
+:class:`~course_lib.run_spec.RunSpec`, whose data and training fields this script then sets (``pipelines.CourseData``).
 Files: ``DIR/{train,val,test_2016_flickr}.{de,en}`` or the same names with ``.gz``.
 """
 

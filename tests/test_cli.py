@@ -310,3 +310,37 @@ def test_keep_last_or_loss_says_which_epoch_and_why(keep, line, tmp_path, capsys
     assert code == 0, err
     assert f"checkpoint (--keep {keep}): {line}" in stdout  # a tiny model's loss still falls every epoch
     assert torch.load(tmp_path / "m.pt", weights_only=True)["metrics"]["kept_epoch"] == 3
+
+
+# ----- one way to configure a run (issue 33) -----
+
+def test_the_command_line_parses_once_into_a_run_spec(tmp_path, capsys, monkeypatch):
+    """The options become a RunSpec in one parse; recipe settings not given stay None (the recipe chooses), so
+    what was given is read off the spec, not found by parsing again."""
+    import argparse
+
+    from course_lib.run_spec import RunSpec
+
+    spec = train_cli.parse_run_spec(["--d-model", "256", "--warmup", "300", "--no-tie-embeddings", "--no-progress"])
+    assert spec == RunSpec(d_model=256, warmup=300, tie_embeddings=False, progress=False)
+    assert spec.given() == {"warmup", "tie_embeddings"}
+    assert spec.overrides() == {"warmup_steps": 300, "tie_embeddings": False}
+    assert train_cli.parse_run_spec([]) == RunSpec() and RunSpec().dropout is None
+    parses, real = [], argparse.ArgumentParser.parse_known_args
+    monkeypatch.setattr(argparse.ArgumentParser, "parse_known_args",
+                        lambda self, *args, **kwargs: parses.append(self.prog) or real(self, *args, **kwargs))
+    code, _, err = run_train(["--train-tsv", str(tmp_path / "nope.tsv"), "--output", str(tmp_path / "m.pt")], capsys)
+    assert code == 2 and "corpus file not found" in one_line_error(err)
+    assert parses == ["python -m course_lib.train"]
+
+
+def test_a_run_spec_trains_like_the_command_line(tmp_path, capsys):
+    """train.run(spec) is the command without its parser: the same spec, the same checkpoint."""
+    from course_lib.run_spec import RunSpec
+
+    spec = RunSpec(max_train_pairs=60, max_eval_pairs=8, max_steps=2, d_model=16, d_ff=32, n_heads=2, layers=1,
+                   progress=False, samples=0, beam=1, output=str(tmp_path / "spec.pt"))
+    assert train_cli.parse_run_spec([*TINY, "--output", spec.output]) == spec
+    assert train_cli.run(spec) == 0
+    saved = torch.load(spec.output, weights_only=True)
+    assert saved["train_config"]["batching"] == "tokens" and saved["model_config"]["d_model"] == 16

@@ -1,19 +1,19 @@
 """Run one hidden test case by case and turn its verdicts into points (partial credit).
 
 The hidden tests (``instructor/hidden_tests/``) compare the student's answer case by case with
-``expect(exercise, case, got, expected)`` and call the student through ``call(exercise, fn, case, ...)``;
-both stop at the first failure when a student checks a notebook. Here, in the grader's process, those
-two names are replaced in every hidden-test module for the duration of one test (nothing in the files
-changes): ``expect`` records the case's verdict and goes on, ``call`` records a crash of the student's
-code on a case and returns a stand-in that fails every later comparison of that case. So a test runs to
-its end and each hidden case counts:
+``grader.expect(case, got, expected)`` and call the student through ``grader.call(fn, case, ...)``, where
+``grader`` is the :class:`~instructor.hidden_tests.Grader` the test is run with; the ordinary one stops at the
+first failure. Here, in the grader's process, each test runs with a recording grader (:class:`_Recording`):
+``expect`` records the case's verdict and goes on, ``call`` records a crash of the student's code on a case
+and returns a stand-in that fails every later comparison of that case. So a test runs to its end and each
+hidden case counts:
 
     points = exercise points x (hidden cases passed) / (hidden cases)
 
 The number of hidden cases is the one the hidden test states (``@hidden_test(..., cases=N)``), so the
 points of a notebook depend on that notebook alone, never on which notebooks were graded before it. A
 wrong structure (not a tuple where the test unpacks one) fails that case and the test goes on
-(``unpack`` is replaced as well). A test that stops on its own (a rule of the exercise is broken, or the
+(``unpack`` records it as well). A test that stops on its own (a rule of the exercise is broken, or the
 answer breaks the test itself) keeps the cases it had passed, and every case it did not reach counts as
 failed. The message names the first thing that went wrong: when the student's code raised, that error,
 not the structure check that followed it. One-value exercises have no cases: right or wrong. An
@@ -22,8 +22,6 @@ unattempted exercise scores 0.
 
 from __future__ import annotations
 
-import sys
-from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -47,11 +45,11 @@ def _rule_errors() -> tuple[type, ...]:
     return (BrokenRule, *([hidden_tests.RuleViolation] if hasattr(hidden_tests, "RuleViolation") else []))
 
 
-def _ruled_call(original_call, exercise, fn, case, args, kwargs):
+def _ruled_call(exercise, fn, case, args, kwargs):
     """Call a student's Remote under the exercise's rules, which are checked inside the kernel."""
     rules_of = getattr(hidden_tests, "RULES", None)
     if rules_of is None or not hasattr(hidden_tests, "Rules"):
-        return original_call(exercise, fn, case, *args, **kwargs)
+        return hidden_tests.call(exercise, fn, case, *args, **kwargs)
     rules = rules_of.get(exercise, hidden_tests.Rules())
     try:
         return fn._ask("call_ruled", (exercise, rules, args, kwargs))
@@ -109,22 +107,24 @@ class _Failed:
         return iter(())
 
 
-@contextmanager
-def _recording(cases: dict[str, str | None]):
-    """Replace ``call``, ``expect`` and ``unpack`` in the hidden tests while the block runs (see the module's
-    docstring); ``cases`` receives each compared case's verdict. A crash of the student's code counts for the
-    comparisons that follow it (they receive the stand-in); one that no comparison followed counts by itself."""
-    original_call, original_expect, original_unpack = hidden_tests.call, hidden_tests.expect, hidden_tests.unpack
-    crashes: dict[str, str] = {}
+class _Recording(hidden_tests.Grader):
+    """The grader a hidden test runs with here (see the module's docstring); ``cases`` receives each compared
+    case's verdict. A crash of the student's code counts for the comparisons that follow it (they receive the
+    stand-in); one that no comparison followed counts by itself (:meth:`finish`)."""
 
-    def call(exercise, fn, case, *args, **kwargs):
+    def __init__(self, test, cases: dict[str, str | None]):
+        super().__init__(test)
+        self.cases = cases
+        self.crashes: dict[str, str] = {}
+
+    def call(self, fn, case, *args, **kwargs):
         if isinstance(fn, _Failed):
-            crashes.setdefault(case, fn.why)
+            self.crashes.setdefault(case, fn.why)
             return fn
         try:
             if type(fn) is Remote:
-                return _ruled_call(original_call, exercise, fn, case, args, kwargs)
-            return original_call(exercise, fn, case, *args, **kwargs)
+                return _ruled_call(self.exercise, fn, case, args, kwargs)
+            return super().call(fn, case, *args, **kwargs)
         except hidden_tests.NotAttempted:
             raise
         except _rule_errors():  # a broken rule: the exercise scores 0
@@ -132,43 +132,34 @@ def _recording(cases: dict[str, str | None]):
         except AssertionError as exc:
             if isinstance(exc.__context__, KernelGone) or isinstance(exc.__cause__, KernelGone):
                 raise
-            crashes[case] = str(exc)
+            self.crashes[case] = str(exc)
             return _Failed(str(exc))
 
-    def expect(exercise, case, got, expected, atol=1e-5, rtol=1e-4):
+    def expect(self, case, got, expected, atol=1e-5, rtol=1e-4):
+        cases = self.cases
         if isinstance(got, _Failed):
             cases[case] = cases.get(case) or got.why
             return
         why = hidden_tests.difference(got, expected, atol, rtol)
         if why:
-            cases[case] = cases.get(case) or f"Exercise {exercise}, hidden case '{case}': {why}."
+            cases[case] = cases.get(case) or f"Exercise {self.exercise}, hidden case '{case}': {why}."
         else:
             cases.setdefault(case, None)
 
-    def unpack(exercise, case, got, count, wanted, kinds=(tuple,)):
+    def unpack(self, case, got, count, wanted, kinds=(tuple,)):
         if isinstance(got, _Failed):
             return (got,) * count
         try:
-            return original_unpack(exercise, case, got, count, wanted, kinds)
+            return super().unpack(case, got, count, wanted, kinds)
         except AssertionError as exc:
             return (_Failed(str(exc)),) * count
 
-    replaced = {"call": call, "expect": expect, "unpack": unpack}
-    package = hidden_tests.__name__
-    modules = [m for name, m in sys.modules.items() if name == package or name.startswith(package + ".")]
-    saved = [(m, name, getattr(m, name)) for m in modules for name in replaced if hasattr(m, name)]
-    for module, name, _ in saved:
-        setattr(module, name, replaced[name])
-    try:
-        yield
-    finally:
-        for module, name, value in saved:
-            setattr(module, name, value)
-        compared = set(cases.values())
-        for case, why in crashes.items():
+    def finish(self) -> None:
+        """Count the crashes that no comparison followed."""
+        compared = set(self.cases.values())
+        for case, why in self.crashes.items():
             if why not in compared:
-                cases.setdefault(case, why)
-        hidden_tests.call, hidden_tests.expect, hidden_tests.unpack = original_call, original_expect, original_unpack
+                self.cases.setdefault(case, why)
 
 
 def run_test(test, args: list, kwargs: dict) -> TestOutcome:
@@ -181,9 +172,12 @@ def run_test(test, args: list, kwargs: dict) -> TestOutcome:
     cases: dict[str, str | None] = {}
     torch.manual_seed(0)
     stopped = ""
+    recording = _Recording(test, cases)
     try:
-        with _recording(cases):
-            test.run(*args, **kwargs)
+        try:
+            test.run_with(recording, *args, **kwargs)
+        finally:
+            recording.finish()
     except hidden_tests.NotAttempted as exc:
         return TestOutcome("not attempted", 0.0, cases, str(exc), total=_total(test, cases))
     except _rule_errors() as exc:

@@ -340,15 +340,15 @@ class Grader:
 
     def call(self, fn: Callable, case: str, *args: Any, **kwargs: Any) -> Any:
         """Call the student's ``fn`` on a hidden case under the exercise's rules (see :func:`call`)."""
-        return _package_function("call")(self.exercise, fn, case, *args, **kwargs)
+        return call(self.exercise, fn, case, *args, **kwargs)
 
     def expect(self, case: str, got: Any, expected: Any, atol: float = 1e-5, rtol: float = 1e-4) -> None:
         """Fail the hidden ``case`` when ``got`` differs from ``expected`` (see :func:`expect`)."""
-        _package_function("expect")(self.exercise, case, got, expected, atol, rtol)
+        expect(self.exercise, case, got, expected, atol, rtol)
 
     def unpack(self, case: str, got: Any, count: int, wanted: str, kinds: tuple = (tuple,)) -> tuple:
         """``got`` as a tuple of ``count`` items, or fail saying ``wanted`` (see :func:`unpack`)."""
-        return _package_function("unpack")(self.exercise, case, got, count, wanted, kinds)
+        return unpack(self.exercise, case, got, count, wanted, kinds)
 
     def check_value(self, answer: Any, expected: Any, atol: float = 1e-3, rtol: float = 0.0) -> None:
         """A one-value exercise: not attempted when ``answer`` is None, else it must equal ``expected``."""
@@ -361,11 +361,6 @@ class Grader:
     def wrong(self, message: str) -> AssertionError:
         """The error for a wrong answer, ``"Exercise NN.N: <message>"`` (raise it)."""
         return AssertionError(f"Exercise {self.exercise}: {message}")
-
-
-def _package_function(name: str) -> Callable:
-    # Looked up at each use while instructor/partial_credit.py still replaces call/expect/unpack in this module.
-    return globals()[name]
 
 
 def call(exercise: str, fn: Callable, case: str, *args: Any, **kwargs: Any) -> Any:
@@ -410,8 +405,8 @@ def as_torch(value: Any) -> Any:
 
 def unpack(exercise: str, case: str, got: Any, count: int, wanted: str, kinds: tuple = (tuple,)) -> tuple:
     """``got`` as a tuple of ``count`` items, or raise AssertionError saying ``wanted`` (e.g. "return a tuple
-    (src_mask, tgt_mask)"). The grader replaces this (``instructor/partial_credit.py``) so that a wrong
-    structure fails the case's comparisons and the test goes on to its next case.
+    (src_mask, tgt_mask)"). The partial-credit grader (``instructor/partial_credit.py``) records the failure
+    instead, so that a wrong structure fails the case's comparisons and the test goes on to its next case.
 
     Args:
         exercise: the exercise number.

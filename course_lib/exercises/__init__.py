@@ -308,6 +308,9 @@ class Exercise:
     def __repr__(self) -> str:
         return f"<exercise {self.id}: {self.module}.{self.name}, {self.points} point(s), {self.kind}>"
 
+    def __reduce__(self) -> str:
+        return self.name  # pickled by reference, as the module attribute it is
+
     # The shared helpers, with this exercise's number filled in.
     def report(self, status: str, message: str, quiet: bool = False) -> CheckResult:
         return report(self.id, status, message, quiet)

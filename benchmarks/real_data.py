@@ -36,6 +36,7 @@ import os
 import sys
 import time
 import warnings
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import torch
@@ -62,13 +63,60 @@ def find_file(folder: Path, name: str, lang: str) -> Path:
     raise FileNotFoundError(f"--data-dir: neither {name}.{lang} nor {name}.{lang}.gz in {folder}")
 
 
-def parse_args(argv):
+@dataclass
+class Settings:
+    """The benchmark's own options (``--data-dir`` is ``data_dir``); the course pipeline's are its course flags.
+
+    What a results file records of them (:func:`settings_key`) decides whether a finished seed is skipped.
+    """
+
+    data_dir: str  # folder with the Multi30k-style files
+    splits: list[str] = field(default_factory=lambda: ["train", "val", "test_2016_flickr"])  # train, valid, test
+    src_lang: str = "de"
+    tgt_lang: str = "en"
+    epochs: int = 10  # epochs the schedule plans for
+    stop_after: int | None = None  # stop after this epoch, the schedule still planned for `epochs`
+    valid_only: bool = False  # score only the validation split
+    test_last_only: bool = False  # score the test split only after the last epoch
+    beam_last: int | None = None  # after the last epoch also decode with beam search of this size
+    threads: int = 2
+    seeds: list[int] = field(default_factory=lambda: [0, 1, 2])
+    pipelines: list[str] = field(default_factory=lambda: list(PIPELINES))
+    run: str | None = None  # results folder name (None: from the size)
+    results_dir: str = str(RESULTS)  # where run folders go
+    force: bool = False  # re-run pipelines and seeds whose results are complete
+    max_train_pairs: int | None = None  # first N training pairs only (smoke tests)
+    max_eval_pairs: int | None = None  # first N validation and test pairs only (smoke tests)
+    classic_batch_tokens: int = 4000
+    classic_warmup: int = 800
+    classic_peak_lr: float = 1e-3
+    classic_min_freq: int = 2
+    classic_dropout: float = 0.1
+    classic_clip: float = 1.0
+
+    def problem(self) -> str | None:
+        """What is wrong with these settings, if anything (one line, as the command line reports it)."""
+        unknown = [p for p in self.pipelines if p not in PIPELINES]
+        if unknown or not self.pipelines:
+            return f"--pipelines: unknown {unknown or 'nothing given'}; expected some of {', '.join(PIPELINES)}"
+        if self.beam_last is not None and self.beam_last < 2:
+            return f"--beam-last: expected a beam size of at least 2, got {self.beam_last}"
+        if self.valid_only and self.test_last_only:
+            return "--valid-only and --test-last-only: give one of them"
+        if self.stop_after is not None and not 1 <= self.stop_after <= self.epochs:
+            return f"--stop-after: expected an epoch from 1 to --epochs ({self.epochs}), got {self.stop_after}"
+        return None
+
+
+def parse_args(argv) -> tuple[Settings, list[str]]:
+    """The benchmark's :class:`Settings` and the course flags (the options it does not know) of ``argv``."""
+    defaults = Settings(data_dir="")
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--data-dir", required=True, help="folder with the Multi30k-style files")
-    parser.add_argument("--splits", nargs=3, default=["train", "val", "test_2016_flickr"], metavar=("TRAIN", "VALID", "TEST"))
-    parser.add_argument("--src-lang", default="de")
-    parser.add_argument("--tgt-lang", default="en")
-    parser.add_argument("--epochs", type=int, default=10, help="epochs the schedule plans for")
+    parser.add_argument("--splits", nargs=3, default=defaults.splits, metavar=("TRAIN", "VALID", "TEST"))
+    parser.add_argument("--src-lang", default=defaults.src_lang)
+    parser.add_argument("--tgt-lang", default=defaults.tgt_lang)
+    parser.add_argument("--epochs", type=int, default=defaults.epochs, help="epochs the schedule plans for")
     parser.add_argument("--stop-after", type=int, metavar="EPOCH",
                         help="stop after this epoch, the schedule still planned for --epochs (sweeps of shorter runs)")
     parser.add_argument("--valid-only", action="store_true",
@@ -77,33 +125,27 @@ def parse_args(argv):
                         help="score the test split only after the last epoch (validation after every epoch)")
     parser.add_argument("--beam-last", type=int, metavar="BEAM",
                         help="after the last epoch also decode validation and test with beam search of this size")
-    parser.add_argument("--threads", type=int, default=2)
-    parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
+    parser.add_argument("--threads", type=int, default=defaults.threads)
+    parser.add_argument("--seeds", type=int, nargs="+", default=defaults.seeds)
     parser.add_argument("--pipelines", default=",".join(PIPELINES), help=f"comma-separated, of: {', '.join(PIPELINES)}")
     parser.add_argument("--run", help="results folder name under benchmarks/results/real_data (default: from the size)")
-    parser.add_argument("--results-dir", default=str(RESULTS), help="where run folders go")
+    parser.add_argument("--results-dir", default=defaults.results_dir, help="where run folders go")
     parser.add_argument("--force", action="store_true", help="re-run pipelines and seeds whose results are complete")
     parser.add_argument("--max-train-pairs", type=int, help="first N training pairs only (smoke tests)")
     parser.add_argument("--max-eval-pairs", type=int, help="first N validation and test pairs only (smoke tests)")
-    parser.add_argument("--classic-batch-tokens", type=int, default=4000)
-    parser.add_argument("--classic-warmup", type=int, default=800)
-    parser.add_argument("--classic-peak-lr", type=float, default=1e-3)
-    parser.add_argument("--classic-min-freq", type=int, default=2)
-    parser.add_argument("--classic-dropout", type=float, default=0.1)
-    parser.add_argument("--classic-clip", type=float, default=1.0)
+    parser.add_argument("--classic-batch-tokens", type=int, default=defaults.classic_batch_tokens)
+    parser.add_argument("--classic-warmup", type=int, default=defaults.classic_warmup)
+    parser.add_argument("--classic-peak-lr", type=float, default=defaults.classic_peak_lr)
+    parser.add_argument("--classic-min-freq", type=int, default=defaults.classic_min_freq)
+    parser.add_argument("--classic-dropout", type=float, default=defaults.classic_dropout)
+    parser.add_argument("--classic-clip", type=float, default=defaults.classic_clip)
     args, course_flags = parser.parse_known_args(argv)
-    wanted = [p.strip() for p in args.pipelines.split(",") if p.strip()]
-    unknown = [p for p in wanted if p not in PIPELINES]
-    if unknown or not wanted:
-        parser.error(f"--pipelines: unknown {unknown or 'nothing given'}; expected some of {', '.join(PIPELINES)}")
-    args.pipelines = wanted
-    if args.beam_last is not None and args.beam_last < 2:
-        parser.error(f"--beam-last: expected a beam size of at least 2, got {args.beam_last}")
-    if args.valid_only and args.test_last_only:
-        parser.error("--valid-only and --test-last-only: give one of them")
-    if args.stop_after is not None and not 1 <= args.stop_after <= args.epochs:
-        parser.error(f"--stop-after: expected an epoch from 1 to --epochs ({args.epochs}), got {args.stop_after}")
-    return args, course_flags
+    args.pipelines = [p.strip() for p in args.pipelines.split(",") if p.strip()]
+    settings = Settings(**vars(args))
+    problem = settings.problem()
+    if problem:
+        parser.error(problem)
+    return settings, course_flags
 
 
 def run_name(args, course: RunSpec) -> str:
@@ -220,8 +262,19 @@ def run_seed(seed, args, course: RunSpec, files, references, tokenizer, device, 
 
 
 def main(argv=None) -> Path:
-    """Run the benchmark for every seed; returns the run's results folder."""
-    args, course_flags = parse_args(argv)
+    """The command line: run the benchmark for every seed; returns the run's results folder."""
+    return run(*parse_args(argv))
+
+
+def run(args: Settings, course_flags: list[str]) -> Path:
+    """Run the benchmark for every seed of ``args``; returns the run's results folder.
+
+    ``course_flags``: the course pipeline's options, as written on the command line (results files record them,
+    and a finished seed is skipped only when they match); ``course_lib.train``'s parser reads them once.
+    """
+    problem = args.problem()
+    if problem:
+        raise ValueError(problem)
     course = cli.parse_run_spec(course_flags)  # the course pipeline's run: the flags passed on, parsed once
     warnings.filterwarnings("ignore", message="The PyTorch API of nested tensors")
     warnings.filterwarnings("ignore", message="enable_nested_tensor is True")

@@ -73,12 +73,13 @@ def main(argv=None) -> None:
                         help="instead of the 4-epoch sweep: the untied output at the tutorial size over all 10 epochs "
                              "of its schedule, validation only, to compare with the tutorial run's tied recipe")
     args = parser.parse_args(argv)
+    common = {"data_dir": args.data_dir, "threads": args.threads, "pipelines": ["course"],
+              "results_dir": args.results_dir, "valid_only": True}
     if args.full_horizon:
         spec = SIZES["tutorial"]
         for seed in args.seeds:
-            real_data.main(["--data-dir", args.data_dir, "--threads", str(args.threads), "--seeds", str(seed),
-                            "--pipelines", "course", "--run", FULL_HORIZON, "--results-dir", args.results_dir,
-                            "--epochs", str(spec["epochs"]), "--valid-only", *spec["flags"], "--no-tie-embeddings"])
+            real_data.run(real_data.Settings(**common, seeds=[seed], run=FULL_HORIZON, epochs=spec["epochs"]),
+                          [*spec["flags"], "--no-tie-embeddings"])
         return
     for size in args.sizes:
         spec = SIZES[size]
@@ -86,12 +87,8 @@ def main(argv=None) -> None:
         groups = [[r for r in runs if "-peak" in r[0]], [r for r in runs if "-peak" not in r[0]]]
         for group, seed in ((g, s) for g in groups for s in args.seeds):
             for run, extra in group:
-                argv = ["--data-dir", args.data_dir, "--threads", str(args.threads), "--seeds", str(seed),
-                        "--pipelines", "course", "--run", run, "--results-dir", args.results_dir,
-                        "--epochs", str(spec["epochs"]), "--valid-only", *spec["flags"], *extra]
-                if spec["stop_after"]:
-                    argv += ["--stop-after", str(spec["stop_after"])]
-                real_data.main(argv)
+                real_data.run(real_data.Settings(**common, seeds=[seed], run=run, epochs=spec["epochs"],
+                                                 stop_after=spec["stop_after"]), [*spec["flags"], *extra])
 
 
 if __name__ == "__main__":

@@ -443,3 +443,27 @@ def test_the_readme_command_is_the_one_the_command_line_check_ran():
         assert flags[flags.index(flag) + 1] == value, flag
     assert flags[flags.index("--epochs") + 1] == str(record["settings"]["args"]["epochs"])
     assert flags[flags.index("--beam") + 1] == str(record["settings"]["args"]["beam_last"])
+
+
+def test_the_sweep_drives_the_benchmark_with_settings_that_match_its_results_files(monkeypatch):
+    """recipe_sweep.py calls real_data.run with a Settings and the course flags (no command line built); the
+    settings each call records are those of the committed sweep files, so finished seeds are still skipped."""
+    from benchmarks import recipe_sweep
+
+    calls = []
+    monkeypatch.setattr(real_data, "run", lambda settings, flags: calls.append((settings, flags)))
+    recipe_sweep.main(["--data-dir", "../shared/data/multi30k", "--threads", "2"])
+    recipe_sweep.main(["--data-dir", "../shared/data/multi30k", "--threads", "2", "--full-horizon"])
+    compared = 0
+    for settings, flags in calls:
+        assert settings.problem() is None and settings.pipelines == ["course"] and settings.valid_only
+        for seed in settings.seeds:
+            path = BENCHMARKS / "results" / "real_data" / settings.run / f"course-seed{seed}.json"
+            if path.is_file():
+                assert json.loads(path.read_text())["settings"] == real_data.settings_key(settings, flags), path
+                compared += 1
+    assert len(calls) == 18 and compared > 0
+    parsed, course_flags = real_data.parse_args(["--data-dir", "d", "--seeds", "1", "--run", "x", "--valid-only",
+                                                 "--pipelines", "course", "--d-model", "256", "--stop-after", "4"])
+    assert parsed == real_data.Settings(data_dir="d", seeds=[1], run="x", valid_only=True, pipelines=["course"],
+                                        stop_after=4) and course_flags == ["--d-model", "256"]

@@ -103,7 +103,7 @@ def parse_log(text: str) -> dict:
 
 def record(args, argv: list[str], status: int, loads: list[float], wall: float, started: str, commit: str) -> dict:
     """The results file's content (``complete`` only when the command succeeded and wrote its checkpoint)."""
-    options = cli.build_parser().parse_args(argv[3:])
+    options = cli.parse_run_spec(argv[3:])  # the RunSpec of the command it ran
     printed = parse_log(Path(args.log).read_text(encoding="utf-8"))
     result = {"benchmark": "cli_check", "format": FORMAT, "run": args.run, "seed": options.seed,
               "commit": commit, "started": started, "finished": now(), "machine": machine(),

@@ -83,7 +83,7 @@ class SandboxedKernel:
         except RuntimeError as exc:
             raise KernelDied(f"the kernel did not start: {exc}") from None
         # The helper is loaded from its file, as the module "grader_kernel_side" (the name the grader's requests
-        # use in the kernel), without putting the grader's folder on the kernel's sys.path.
+        # use in the kernel), without adding the grader's folder to the kernel's import path.
         helper = str(self.grader_dir / KERNEL_SIDE.name)
         boot = ("import sys\nimport importlib.util as _grader_util\n"
                 f"_grader_spec = _grader_util.spec_from_file_location('grader_kernel_side', {helper!r})\n"

@@ -40,7 +40,7 @@ NOT_MEASURED = "not measured yet"
 SYLLABUS_HEADER = "| # | notebook | you will learn | CPU time | GPU time |"
 ROW = re.compile(r"^\| (\d\d) \| (.*) \| (≈ [\d.]+ min) \|(?: ([^|]*) \|)?$")
 
-# An IPython start-up file: loads tests/emulated_device.py by its path (the kernel's sys.path stays as it is)
+# An IPython start-up file: loads tests/emulated_device.py by its path (the kernel's import path stays as it is)
 EMULATION_STARTUP = """\
 import importlib.util, os, sys
 _spec = importlib.util.spec_from_file_location("emulated_device", {module!r})

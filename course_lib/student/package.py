@@ -103,7 +103,7 @@ def fresh_import(modules: list[str], directory: str | Path = ".", package: str =
 
 def _import_package(package: str, root: str) -> None:
     """Import ``<root>/<package>/`` as the package ``package``, found as ``import`` would find it with ``root``
-    on ``sys.path`` (which stays as it is); its modules are then imported from the package's own folder."""
+    on the import path (which is left as it is); its modules are then imported from the package's own folder."""
     spec = importlib.machinery.PathFinder.find_spec(package, [root])
     if spec is None:
         raise ModuleNotFoundError(f"No module named {package!r}", name=package)

@@ -14,44 +14,15 @@ masked gets all-zero weights and a zero output (never NaN), the same as PyTorch'
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 
 import torch
 import torch.nn.functional as F
 from torch import nn
 
+from .checks import check_attention_inputs, check_mask, check_qkv
 
-def _check_qkv(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> None:
-    for name, t in (("q", q), ("k", k), ("v", v)):
-        if t.dim() < 2:
-            raise ValueError(f"{name} must have shape (..., seq, d), got {tuple(t.shape)}")
-    if q.size(-1) != k.size(-1):
-        raise ValueError(f"q and k must have the same last dimension d_k, got q {tuple(q.shape)} and k {tuple(k.shape)}")
-    if k.size(-2) != v.size(-2):
-        raise ValueError(f"k and v must have the same length k_len, got k {tuple(k.shape)} and v {tuple(v.shape)}")
-    if q.size(-2) == 0 or k.size(-2) == 0:
-        raise ValueError(f"q and k must hold at least one position, got q {tuple(q.shape)} and k {tuple(k.shape)}")
-
-
-def check_mask(mask: torch.Tensor, scores_shape: tuple[int, ...], name: str = "mask") -> None:
-    """Raise a clear error unless ``mask`` is a bool tensor that broadcasts to ``scores_shape``.
-
-    Args:
-        mask: the mask to check (True = may attend).
-        scores_shape: shape of the attention scores, ``(..., q_len, k_len)``.
-        name: the argument name used in the message.
-    """
-    if not isinstance(mask, torch.Tensor) or mask.dtype != torch.bool:
-        got = mask.dtype if isinstance(mask, torch.Tensor) else type(mask).__name__
-        raise TypeError(f"{name} must be a bool tensor (True = may attend), got {got}")
-    try:
-        shape = torch.broadcast_shapes(mask.shape, scores_shape)
-    except RuntimeError:
-        shape = None
-    if shape != torch.Size(scores_shape):
-        raise ValueError(
-            f"{name} of shape {tuple(mask.shape)} does not broadcast to the attention scores "
-            f"(..., q_len, k_len) = {tuple(scores_shape)}"
-        )
+__all__ = ["KeyValueCache", "MultiHeadAttention", "check_mask", "scaled_dot_product_attention"]
 
 
 def scaled_dot_product_attention(
@@ -74,7 +45,7 @@ def scaled_dot_product_attention(
         ``(output, weights)``: output ``(..., q_len, d_v)`` and weights ``(..., q_len, k_len)``.
         A fully masked query row has zero weights and a zero output.
     """
-    _check_qkv(q, k, v)
+    check_qkv(q, k, v)
     d_k = q.size(-1)
     scores = q @ k.transpose(-2, -1) / math.sqrt(d_k)  # (..., q_len, k_len)
     if mask is not None:
@@ -90,21 +61,71 @@ def scaled_dot_product_attention(
     return weights @ v, weights  # (..., q_len, d_v), (..., q_len, k_len)
 
 
+class KeyValueCache:
+    """The keys and values one attention block has computed so far, for decoding one token at a time.
+
+    Handed to :meth:`MultiHeadAttention.forward` as ``cache``, it changes nothing in the maths: the block still
+    projects, (rotates,) attends and mixes its heads in the same lines; only the keys and values of earlier
+    positions are taken from here instead of being computed again.
+
+    Args:
+        fixed: False for self-attention (each call appends the newest positions' keys and values); True for
+            cross-attention (the memory's keys and values are computed on the first call and then reused).
+    """
+
+    def __init__(self, fixed: bool = False):
+        self.fixed = fixed
+        self.keys: torch.Tensor | None = None  # (batch, n_heads, length, d_head)
+        self.values: torch.Tensor | None = None  # (batch, n_heads, length, d_head)
+
+    @property
+    def length(self) -> int:
+        """Positions held."""
+        return 0 if self.keys is None else self.keys.size(2)
+
+    @property
+    def start(self) -> int:
+        """The position of the newest query: after every cached one (self-attention), 0 for a fixed cache."""
+        return 0 if self.fixed else self.length
+
+    def update(self, keys: torch.Tensor, values: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """Store the newest keys and values ``(batch, n_heads, new, d_head)``; returns all of them."""
+        if self.keys is not None and not self.fixed:
+            keys = torch.cat([self.keys, keys], dim=2)  # (batch, n_heads, length + new, d_head)
+            values = torch.cat([self.values, values], dim=2)  # (batch, n_heads, length + new, d_head)
+        self.keys, self.values = keys, values
+        return keys, values
+
+    def reorder(self, index: torch.Tensor) -> None:
+        """Keep rows ``index`` ``(new_batch,)`` (beam search moves hypotheses between rows)."""
+        if self.keys is not None:
+            self.keys, self.values = self.keys[index], self.values[index]
+
+
 class MultiHeadAttention(nn.Module):
     """Multi-head attention: n_heads attentions of size d_head = d_model / n_heads side by side.
+
+        head_i = Attention(Q W_q,i, K W_k,i, V W_v,i),   MultiHead(Q, K, V) = Concat(head_1 .. head_h) W_o
 
     Args:
         d_model: model width (input and output feature size).
         n_heads: number of heads; must divide ``d_model``.
         dropout: dropout on the attention weights during training.
         bias: whether the four projections have a bias.
+        attention_fn: the attention of one set of heads, ``fn(q, k, v, mask) -> (output, weights)`` on
+            ``(batch, n_heads, len, d_head)`` tensors (e.g. a student's own, notebook 04); default: the course's
+            (the fused kernel when the weights are not needed, :func:`scaled_dot_product_attention` otherwise).
+        rotary: a position object that rotates queries and keys by their positions
+            (:class:`course_lib.embeddings.RotaryPositions`); None when positions are added to the input.
 
     Attributes:
         keep_attention: when True, every forward call stores its weights (detached) in
             ``last_attention`` ``(batch, n_heads, q_len, k_len)``; used to draw attention maps.
+        use_fused: False forces the written-out :func:`scaled_dot_product_attention` everywhere.
     """
 
-    def __init__(self, d_model: int, n_heads: int, dropout: float = 0.0, bias: bool = True):
+    def __init__(self, d_model: int, n_heads: int, dropout: float = 0.0, bias: bool = True,
+                 attention_fn: Callable | None = None, rotary: nn.Module | None = None):
         super().__init__()
         if d_model <= 0 or n_heads <= 0:
             raise ValueError(f"d_model and n_heads must be positive, got d_model={d_model}, n_heads={n_heads}")
@@ -118,6 +139,8 @@ class MultiHeadAttention(nn.Module):
         self.k_proj = nn.Linear(d_model, d_model, bias=bias)
         self.v_proj = nn.Linear(d_model, d_model, bias=bias)
         self.out_proj = nn.Linear(d_model, d_model, bias=bias)  # W_o: mixes the heads back together
+        self.attention_fn = attention_fn
+        self.rotary = rotary
         self.use_fused = True
         self.keep_attention = False
         self.last_attention: torch.Tensor | None = None
@@ -134,20 +157,35 @@ class MultiHeadAttention(nn.Module):
         x = x.transpose(1, 2).contiguous()  # (batch, seq, n_heads, d_head)
         return x.view(batch, seq, self.d_model)  # (batch, seq, d_model)
 
-    def _check_inputs(self, query: torch.Tensor, key: torch.Tensor, value: torch.Tensor) -> None:
-        for name, t in (("query", query), ("key", key), ("value", value)):
-            if t.dim() != 3:
-                raise ValueError(f"{name} must have shape (batch, seq, d_model), got {tuple(t.shape)}")
-            if t.size(-1) != self.d_model:
-                raise ValueError(f"{name} must have last dimension d_model={self.d_model}, got {tuple(t.shape)}")
-            if t.size(0) == 0 or t.size(1) == 0:
-                raise ValueError(f"{name} is empty (batch or seq of size 0): {tuple(t.shape)}")
-        if not (query.size(0) == key.size(0) == value.size(0)):
-            raise ValueError(
-                f"query, key and value must have the same batch size, got {query.size(0)}, {key.size(0)}, {value.size(0)}"
-            )
-        if key.size(1) != value.size(1):
-            raise ValueError(f"key and value must have the same length, got {key.size(1)} and {value.size(1)}")
+    def project(self, query: torch.Tensor, key: torch.Tensor, value: torch.Tensor,
+                cache: KeyValueCache | None = None) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """The heads' queries, keys and values, each ``(batch, n_heads, len, d_head)``.
+
+        With rotary positions, queries and keys are rotated by their positions; with a cache, the keys and
+        values of earlier positions are taken from it (and the newest ones stored in it).
+        """
+        start = 0 if cache is None else cache.start
+        q = self.split_heads(self.q_proj(query))  # (batch, n_heads, q_len, d_head)
+        if cache is not None and cache.fixed and cache.keys is not None:
+            return q, cache.keys, cache.values  # the memory's keys and values, computed at the first step
+        k = self.split_heads(self.k_proj(key))  # (batch, n_heads, k_len, d_head)
+        v = self.split_heads(self.v_proj(value))  # (batch, n_heads, k_len, d_head)
+        if self.rotary is not None:
+            q, k = self.rotary.rotate(q, start), self.rotary.rotate(k, start)
+        if cache is not None:
+            k, v = cache.update(k, v)  # (batch, n_heads, cached + k_len, d_head)
+        return q, k, v
+
+    def attend(self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mask: torch.Tensor | None,
+               need_weights: bool) -> tuple[torch.Tensor, torch.Tensor | None]:
+        """softmax(q k^T / sqrt(d_head)) v for every head: ``(heads, weights)``, weights None on the fused path."""
+        dropout_p = self.dropout if self.training else 0.0
+        if self.attention_fn is not None:
+            return self.attention_fn(q, k, v, mask)
+        if self.use_fused and not need_weights:
+            # Fast path: PyTorch's fused kernel, same convention (True = may attend), same result.
+            return F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=dropout_p), None
+        return scaled_dot_product_attention(q, k, v, mask=mask, dropout_p=dropout_p)
 
     def forward(
         self,
@@ -156,6 +194,7 @@ class MultiHeadAttention(nn.Module):
         value: torch.Tensor,
         mask: torch.Tensor | None = None,
         return_attention: bool = False,
+        cache: KeyValueCache | None = None,
     ):
         """Attend from ``query`` positions to ``key``/``value`` positions.
 
@@ -165,31 +204,15 @@ class MultiHeadAttention(nn.Module):
             value: ``(batch, k_len, d_model)``.
             mask: bool, broadcastable to ``(batch, n_heads, q_len, k_len)``; True = may attend.
             return_attention: also return the weights ``(batch, n_heads, q_len, k_len)``.
+            cache: keys and values of earlier positions (decoding one token at a time), or None.
 
         Returns:
             ``output`` ``(batch, q_len, d_model)``, or ``(output, weights)`` if ``return_attention``.
         """
-        self._check_inputs(query, key, value)
-        batch, q_len, k_len = query.size(0), query.size(1), key.size(1)
-        if mask is not None:
-            if isinstance(mask, torch.Tensor) and mask.dim() == 3:
-                # (batch, q_len, k_len) would line batch up with the heads dimension when broadcast
-                raise ValueError(
-                    f"mask of shape {tuple(mask.shape)} is 3-D, which is ambiguous: use (q_len, k_len) or "
-                    "(batch, 1, q_len, k_len), e.g. mask[:, None] for a (batch, q_len, k_len) mask"
-                )
-            check_mask(mask, (batch, self.n_heads, q_len, k_len))
-        q = self.split_heads(self.q_proj(query))  # (batch, n_heads, q_len, d_head)
-        k = self.split_heads(self.k_proj(key))  # (batch, n_heads, k_len, d_head)
-        v = self.split_heads(self.v_proj(value))  # (batch, n_heads, k_len, d_head)
-        dropout_p = self.dropout if self.training else 0.0
-        need_weights = return_attention or self.keep_attention
-        if self.use_fused and not need_weights:
-            # Fast path: PyTorch's fused kernel, same convention (True = may attend), same result.
-            heads = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=dropout_p)
-            weights = None
-        else:
-            heads, weights = scaled_dot_product_attention(q, k, v, mask=mask, dropout_p=dropout_p)
+        check_attention_inputs(query, key, value, mask, self.d_model, self.n_heads,
+                               0 if cache is None else cache.start)
+        q, k, v = self.project(query, key, value, cache)  # (batch, n_heads, len, d_head) each
+        heads, weights = self.attend(q, k, v, mask, need_weights=return_attention or self.keep_attention)
         output = self.out_proj(self.merge_heads(heads))  # (batch, q_len, d_model)
         if self.keep_attention:
             self.last_attention = weights.detach()

@@ -8,10 +8,12 @@ The Annotated Transformer's ``make_model``: one model class, whose parts may be 
     model = Transformer(config, parts)   # course_lib fills in every part not supplied
 
 Part names and what each must be are in :mod:`course_lib.student.contracts` (``build_transformer`` in
-:mod:`course_lib.student.assembly` checks them against their contracts first). Where a small part is supplied but
-not the bigger one that contains it (``attention`` but not ``multi_head_attention``), the course's bigger
-part is built around the supplied small one. Nothing here changes the plain course model: with no parts,
-the modules are created in the same order with the same arguments as always.
+:mod:`course_lib.student.assembly` checks them against their contracts first). Every sub-module is made here
+and handed to the module that holds it: a layer receives its attention, feed-forward block and norms, an
+attention receives the attention function and, with rotary positions, the position object. Where a small part
+is supplied but not the bigger one that contains it (``attention`` but not ``multi_head_attention``), the
+course's bigger part is built around the supplied small one. With no parts, the modules are created in the
+same order with the same arguments as always, so a seed gives the same starting weights.
 """
 
 from __future__ import annotations
@@ -21,8 +23,8 @@ from collections.abc import Callable, Mapping
 from torch import nn
 
 from .attention import MultiHeadAttention
-from .embeddings import LearnedPositionalEmbedding, SinusoidalPositionalEncoding, TokenEmbedding
-from .layers import DecoderLayer, EncoderLayer, LayerNorm
+from .embeddings import SinusoidalPositionalEncoding, TokenEmbedding, make_positions
+from .layers import DecoderLayer, EncoderLayer, LayerNorm, PositionwiseFeedForward
 from .masks import causal_mask, padding_mask
 from .probing import attention_call_inputs, match_mha_projections, mha_weights
 
@@ -30,30 +32,6 @@ from .probing import attention_call_inputs, match_mha_projections, mha_weights
 PART_NAMES: tuple[str, ...] = ("token_embedding", "positional_encoding", "attention", "multi_head_attention",
                                "padding_mask", "causal_mask", "layer_norm", "feed_forward", "encoder_layer",
                                "decoder_layer")
-
-
-class AttentionWithFunction(MultiHeadAttention):
-    """The course's multi-head attention with a supplied ``attention(q, k, v, mask)`` function inside.
-
-    Args:
-        d_model: model width.
-        n_heads: number of heads.
-        attention_fn: returns ``(output, weights)`` for queries, keys, values ``(batch, n_heads, len, d_head)``.
-    """
-
-    def __init__(self, d_model: int, n_heads: int, attention_fn: Callable):
-        super().__init__(d_model, n_heads)
-        self.attention_fn = attention_fn
-
-    def forward(self, query, key, value, mask=None, return_attention=False):
-        q = self.split_heads(self.q_proj(query))  # (batch, n_heads, q_len, d_head)
-        k = self.split_heads(self.k_proj(key))  # (batch, n_heads, k_len, d_head)
-        v = self.split_heads(self.v_proj(value))  # (batch, n_heads, k_len, d_head)
-        heads, weights = self.attention_fn(q, k, v, mask)  # (batch, n_heads, q_len, d_head)
-        if self.keep_attention:
-            self.last_attention = weights.detach()
-        output = self.out_proj(self.merge_heads(heads))  # (batch, q_len, d_model)
-        return (output, weights) if return_attention else output
 
 
 def recordable(module: nn.Module, n_heads: int) -> nn.Module:
@@ -135,19 +113,30 @@ class ModelParts:
         return self.parts.get("token_embedding", TokenEmbedding)(vocab_size, c.d_model, c.pad_id)
 
     def positions(self) -> nn.Module:
+        """The position object: what is added to the token vectors, and what rotates queries and keys."""
         c = self.config
         if "positional_encoding" in self.parts:
             table = self.parts["positional_encoding"](c.max_len, c.d_model).detach().float()  # (max_len, d_model)
             return SinusoidalPositionalEncoding(c.d_model, c.max_len, c.dropout, table=table)
-        if c.positional == "learned":
-            return LearnedPositionalEmbedding(c.max_len, c.d_model, c.dropout)
-        return SinusoidalPositionalEncoding(c.d_model, c.max_len, c.dropout)
+        return make_positions(c.positional, c.d_model, c.n_heads, c.max_len, c.dropout)
 
-    def attention(self) -> nn.Module:
+    def attention(self, positions: nn.Module | None = None) -> nn.Module:
+        """One multi-head attention; ``positions`` (self-attention only) rotates its queries and keys if it can."""
         c, p = self.config, self.parts
+        rotary = positions if getattr(positions, "rotates", False) else None
         if "multi_head_attention" in p:
+            if rotary is not None:
+                raise ValueError("a supplied multi_head_attention cannot rotate queries and keys: "
+                                 "use config.positional 'sinusoidal' or 'learned'")
             return p["multi_head_attention"](c.d_model, c.n_heads)
-        return AttentionWithFunction(c.d_model, c.n_heads, p["attention"])
+        return MultiHeadAttention(c.d_model, c.n_heads, dropout=c.dropout, attention_fn=p.get("attention"),
+                                  rotary=rotary)
+
+    def feed_forward(self) -> nn.Module:
+        c = self.config
+        if "feed_forward" in self.parts:
+            return self.parts["feed_forward"](c.d_model, c.d_ff)  # supplied parts have no dropout
+        return PositionwiseFeedForward(c.d_model, c.d_ff, c.dropout)
 
     def watch_attention(self, model: nn.Module) -> None:
         """Make every instance of a supplied multi-head attention class inside ``model`` (also those a supplied
@@ -159,35 +148,27 @@ class ModelParts:
             if isinstance(module, cls) and not getattr(module, "records_attention", False):
                 recordable(module, self.config.n_heads)
 
-    def norm(self) -> nn.Module:
-        return self.parts.get("layer_norm", LayerNorm)(self.config.d_model)
+    @property
+    def norm(self) -> Callable[[int], nn.Module]:
+        """Makes one LayerNorm of a given width: the supplied class, or course_lib's."""
+        return self.parts.get("layer_norm", LayerNorm)
 
-    def _plug_in(self, layer: nn.Module, attention_names: tuple[str, ...], norm_names: tuple[str, ...]) -> nn.Module:
-        """Put the supplied sub-parts into a course layer (course_lib's own stay where they are)."""
-        c = self.config
-        if "attention" in self.parts or "multi_head_attention" in self.parts:
-            for name in attention_names:
-                setattr(layer, name, self.attention())
-        if "feed_forward" in self.parts:
-            layer.feed_forward = self.parts["feed_forward"](c.d_model, c.d_ff)
-        if "layer_norm" in self.parts:
-            for name in norm_names:
-                setattr(layer, name, self.norm())
-        return layer
-
-    def encoder_layer(self) -> nn.Module:
+    def encoder_layer(self, positions: nn.Module | None = None) -> nn.Module:
+        """One encoder layer: a supplied one, or course_lib's holding the supplied (or course) sub-modules."""
         c = self.config
         if "encoder_layer" in self.parts:
             return self.parts["encoder_layer"](c.d_model, c.n_heads, c.d_ff, norm_first=c.norm_first)
-        layer = EncoderLayer(c.d_model, c.n_heads, c.d_ff, c.dropout, c.norm_first)
-        return self._plug_in(layer, ("self_attn",), ("norm1", "norm2"))
+        return EncoderLayer(c.d_model, c.n_heads, c.d_ff, c.dropout, c.norm_first,
+                            self_attn=self.attention(positions), feed_forward=self.feed_forward(), norm=self.norm)
 
-    def decoder_layer(self) -> nn.Module:
+    def decoder_layer(self, positions: nn.Module | None = None) -> nn.Module:
+        """One decoder layer; cross-attention never rotates (queries and keys come from different sentences)."""
         c = self.config
         if "decoder_layer" in self.parts:
             return self.parts["decoder_layer"](c.d_model, c.n_heads, c.d_ff, norm_first=c.norm_first)
-        layer = DecoderLayer(c.d_model, c.n_heads, c.d_ff, c.dropout, c.norm_first)
-        return self._plug_in(layer, ("self_attn", "cross_attn"), ("norm1", "norm2", "norm3"))
+        return DecoderLayer(c.d_model, c.n_heads, c.d_ff, c.dropout, c.norm_first,
+                            self_attn=self.attention(positions), cross_attn=self.attention(),
+                            feed_forward=self.feed_forward(), norm=self.norm)
 
     def tied_matrix(self, embedding: nn.Module) -> nn.Parameter:
         """The target embedding's ``(tgt_vocab_size, d_model)`` matrix, for the output layer to share.
@@ -205,4 +186,4 @@ class ModelParts:
         return found[0]
 
     def final_norm(self) -> nn.Module:
-        return self.norm() if self.config.use_final_norm else nn.Identity()
+        return self.norm(self.config.d_model) if self.config.use_final_norm else nn.Identity()

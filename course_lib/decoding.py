@@ -7,8 +7,8 @@ is extended with ``<pad>`` only, so a batch keeps one rectangular tensor.
 Each step needs the next-token logits of the newest position. The plain way re-runs
 ``model.decode`` over the whole prefix (``O(length^2)`` work per sentence). :class:`CachedDecoder`
 instead keeps every decoder layer's self-attention keys/values and the cross-attention
-keys/values of the memory, and runs only the newest position through the layers; it reuses the
-model's own sub-modules, so it computes the same numbers. A model built with a student's parts
+keys/values of the memory, and runs only the newest position through the model's own decoder with those
+caches handed to its attentions, so it computes the same numbers with the same code. A model built with a student's parts
 (``Transformer(config, parts)``) decodes with :class:`InputCachedDecoder`, which caches the inputs of
 each self-attention instead, so the student's own modules run unchanged. ``tests/test_decoding.py`` checks that
 cached and uncached decoding give identical tokens (post-norm and pre-norm), that batched greedy
@@ -34,10 +34,9 @@ import warnings
 from collections.abc import Callable, Sequence
 
 import torch
-import torch.nn.functional as F
 from torch import nn
 
-from .attention import MultiHeadAttention
+from .attention import KeyValueCache, MultiHeadAttention
 from .devices import model_device, to_model_device
 from .layers import DecoderLayer
 from .masks import padding_mask
@@ -82,10 +81,10 @@ class UncachedStepper:
 class CachedDecoder:
     """Incremental decoding for the course :class:`~course_lib.model.Transformer` with a key/value cache.
 
-    Runs only the newest target position through the decoder layers. Self-attention attends to
-    the cached keys/values of all earlier positions (so it is causal by construction) and
-    cross-attention uses keys/values of the memory computed once. The layer arithmetic mirrors
-    :class:`~course_lib.layers.DecoderLayer` in evaluation mode (dropout off).
+    Each step runs only the newest target position through the model's own decoder (the same layers, the
+    same attention code as training), handing every attention a :class:`~course_lib.attention.KeyValueCache`:
+    self-attention appends the newest key and value to those of all earlier positions (so it is causal by
+    construction) and cross-attention computes the memory's keys and values once, at the first step.
 
     Args:
         model: a course ``Transformer`` in eval mode.
@@ -96,66 +95,25 @@ class CachedDecoder:
     def __init__(self, model: Transformer, memory: torch.Tensor, src: torch.Tensor):
         if model.training:
             raise RuntimeError("CachedDecoder needs the model in eval mode (dropout off): call model.eval()")
-        self.model = model
-        self.decoder = model.decoder
+        self.model, self.memory = model, memory
         self.src_mask = padding_mask(src, model.config.pad_id)  # (batch, 1, 1, src_len)
-        self.cross_kv = [self._project_kv(layer.cross_attn, memory) for layer in self.decoder.layers]
-        self.self_kv: list[tuple[torch.Tensor, torch.Tensor] | None] = [None] * len(self.decoder.layers)
+        self.cache = [(KeyValueCache(), KeyValueCache(fixed=True)) for _ in model.decoder.layers]
         self.length = 0  # positions decoded so far
-
-    @staticmethod
-    def _project_kv(attn, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        """x ``(batch, seq, d_model)`` -> keys and values ``(batch, n_heads, seq, d_head)``."""
-        return attn.split_heads(attn.k_proj(x)), attn.split_heads(attn.v_proj(x))
-
-    @staticmethod
-    def _attend(attn, x: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mask: torch.Tensor | None) -> torch.Tensor:
-        """Query x ``(batch, 1, d_model)`` against k, v ``(batch, n_heads, k_len, d_head)`` -> ``(batch, 1, d_model)``."""
-        q = attn.split_heads(attn.q_proj(x))  # (batch, n_heads, 1, d_head)
-        heads = F.scaled_dot_product_attention(q, k, v, attn_mask=mask)  # (batch, n_heads, 1, d_head)
-        return attn.out_proj(attn.merge_heads(heads))  # (batch, 1, d_model)
-
-    def _self_attention(self, i: int, layer, x: torch.Tensor) -> torch.Tensor:
-        k_new, v_new = self._project_kv(layer.self_attn, x)  # (batch, n_heads, 1, d_head) each
-        if self.self_kv[i] is not None:
-            k_old, v_old = self.self_kv[i]
-            k_new = torch.cat([k_old, k_new], dim=2)  # (batch, n_heads, t, d_head)
-            v_new = torch.cat([v_old, v_new], dim=2)
-        self.self_kv[i] = (k_new, v_new)
-        return self._attend(layer.self_attn, x, k_new, v_new, None)
-
-    def _cross_attention(self, i: int, layer, x: torch.Tensor) -> torch.Tensor:
-        k, v = self.cross_kv[i]
-        return self._attend(layer.cross_attn, x, k, v, self.src_mask)
-
-    def _layer_step(self, i: int, layer, x: torch.Tensor) -> torch.Tensor:
-        """One DecoderLayer for the newest position, x ``(batch, 1, d_model)`` -> same shape."""
-        if layer.norm_first:
-            x = x + self._self_attention(i, layer, layer.norm1(x))
-            x = x + self._cross_attention(i, layer, layer.norm2(x))
-            return x + layer.feed_forward(layer.norm3(x))
-        x = layer.norm1(x + self._self_attention(i, layer, x))
-        x = layer.norm2(x + self._cross_attention(i, layer, x))
-        return layer.norm3(x + layer.feed_forward(x))
 
     def step(self, tokens: torch.Tensor) -> torch.Tensor:
         """tokens ``(batch, t)``: only the last column is new. Returns next-token logits ``(batch, vocab)``."""
         if tokens.size(1) != self.length + 1:
             raise ValueError(f"expected a prefix of length {self.length + 1}, got {tuple(tokens.shape)}")
-        if self.length >= self.model.config.max_len:
-            raise ValueError(f"cannot decode beyond max_len={self.model.config.max_len} positions")
-        x = self.decoder.embedding(tokens[:, -1:])  # (batch, 1, d_model), already scaled by sqrt(d_model)
-        x = x + self.decoder.positions.pe[self.length]  # position of the newest token
-        for i, layer in enumerate(self.decoder.layers):
-            x = self._layer_step(i, layer, x)
+        hidden = self.model.decoder(tokens[:, -1:], self.memory, self.src_mask, cache=self.cache)  # (batch, 1, d_model)
         self.length += 1
-        return self.model.generator(self.decoder.norm(x))[:, -1]  # (batch, vocab)
+        return self.model.generator(hidden)[:, -1]  # (batch, vocab)
 
     def reorder(self, index: torch.Tensor) -> None:
         """Keep rows ``index`` ``(new_batch,)`` of every cache (beam search)."""
-        self.src_mask = self.src_mask[index]
-        self.cross_kv = [(k[index], v[index]) for k, v in self.cross_kv]
-        self.self_kv = [None if kv is None else (kv[0][index], kv[1][index]) for kv in self.self_kv]
+        self.memory, self.src_mask = self.memory[index], self.src_mask[index]
+        for self_cache, cross_cache in self.cache:
+            self_cache.reorder(index)
+            cross_cache.reorder(index)
 
 
 class InputCachedDecoder:
@@ -231,10 +189,7 @@ class InputCachedDecoder:
             return self.fallback.step(tokens)
         if tokens.size(1) != self.length + 1:
             raise ValueError(f"expected a prefix of length {self.length + 1}, got {tuple(tokens.shape)}")
-        if self.length >= self.model.config.max_len:
-            raise ValueError(f"cannot decode beyond max_len={self.model.config.max_len} positions")
-        x = self.decoder.embedding(tokens[:, -1:])  # (batch, 1, d_model)
-        x = x + self.decoder.positions.pe[self.length]  # position of the newest token
+        x = self.decoder.positions(self.decoder.embedding(tokens[:, -1:]), self.length)  # (batch, 1, d_model)
         step_mask = self.model._padding_mask(tokens, self.model.config.pad_id)  # (batch, 1, 1, t): all earlier keys
         for index, layer in enumerate(self.decoder.layers):
             handles = self._hooks(index, layer)

@@ -14,6 +14,12 @@ training is slower (notebooks 02 and 10).
 
 checked against that closed form and the relative-position property PE(p+k) = R(k) PE(p)
 in ``tests/test_embeddings.py``.
+
+Every position object answers two questions the same way, so the model needs no case for any of them:
+``positions(x, start)`` is what is added to the token vectors at positions ``start, start + 1, ...``, and
+``positions.rotate(q_or_k, start)`` is what happens to the queries and keys inside self-attention. The
+sinusoidal table and the learned table add and do not rotate; :class:`RotaryPositions` (RoPE, notebook 12)
+adds nothing and rotates.
 """
 
 from __future__ import annotations
@@ -23,19 +29,10 @@ import math
 import torch
 from torch import nn
 
+from .checks import check_positions, check_token_ids
 
-def check_token_ids(ids: torch.Tensor, vocab_size: int, name: str = "ids") -> None:
-    """Raise a clear error unless ``ids`` is a non-empty integer ``(batch, seq)`` tensor in ``[0, vocab_size)``."""
-    if not isinstance(ids, torch.Tensor) or ids.dtype not in (torch.int64, torch.int32):
-        got = ids.dtype if isinstance(ids, torch.Tensor) else type(ids).__name__
-        raise TypeError(f"{name} must be an int64 or int32 tensor of token ids, got {got}")
-    if ids.dim() != 2:
-        raise ValueError(f"{name} must have shape (batch, seq), got {tuple(ids.shape)}")
-    if ids.numel() == 0:
-        raise ValueError(f"{name} is empty (batch or seq of size 0): {tuple(ids.shape)}")
-    low, high = int(ids.min()), int(ids.max())
-    if low < 0 or high >= vocab_size:
-        raise ValueError(f"{name} must be token ids in [0, {vocab_size}) (the vocab size), got values in [{low}, {high}]")
+__all__ = ["LearnedPositionalEmbedding", "RotaryPositions", "SinusoidalPositionalEncoding", "TokenEmbedding",
+           "check_token_ids", "make_positions", "sinusoidal_table"]
 
 
 def sinusoidal_table(max_len: int, d_model: int) -> torch.Tensor:
@@ -115,10 +112,16 @@ class SinusoidalPositionalEncoding(nn.Module):
             raise ValueError(f"table must have shape (max_len={max_len}, d_model={d_model}), got {tuple(table.shape)}")
         self.register_buffer("pe", table, persistent=False)
 
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        """x ``(batch, seq, d_model)`` -> x + PE[:seq], same shape."""
-        _check_positions(x, self.max_len, self.d_model)
-        return self.dropout(x + self.pe[: x.size(1)])  # pe[:seq] broadcasts over the batch
+    rotates = False  # added to the input; queries and keys stay as they are
+
+    def forward(self, x: torch.Tensor, start: int = 0) -> torch.Tensor:
+        """x ``(batch, seq, d_model)`` at positions ``start .. start + seq - 1`` -> x + PE[those], same shape."""
+        check_positions(x, self.max_len, self.d_model, start)
+        return self.dropout(x + self.pe[start : start + x.size(1)])  # (seq, d_model) broadcasts over the batch
+
+    def rotate(self, x: torch.Tensor, start: int = 0) -> torch.Tensor:
+        """Queries or keys are not rotated: the positions are already in the input."""
+        return x
 
 
 class LearnedPositionalEmbedding(nn.Module):
@@ -142,14 +145,76 @@ class LearnedPositionalEmbedding(nn.Module):
     def pe(self) -> torch.Tensor:
         return self.embedding.weight
 
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        """x ``(batch, seq, d_model)`` -> x + P[:seq], same shape."""
-        _check_positions(x, self.max_len, self.d_model)
-        return self.dropout(x + self.embedding.weight[: x.size(1)])
+    rotates = False  # added to the input; queries and keys stay as they are
+
+    def forward(self, x: torch.Tensor, start: int = 0) -> torch.Tensor:
+        """x ``(batch, seq, d_model)`` at positions ``start .. start + seq - 1`` -> x + P[those], same shape."""
+        check_positions(x, self.max_len, self.d_model, start)
+        return self.dropout(x + self.embedding.weight[start : start + x.size(1)])  # (seq, d_model) broadcasts
+
+    def rotate(self, x: torch.Tensor, start: int = 0) -> torch.Tensor:
+        """Queries or keys are not rotated: the positions are already in the input."""
+        return x
 
 
-def _check_positions(x: torch.Tensor, max_len: int, d_model: int) -> None:
-    if x.dim() != 3 or x.size(-1) != d_model:
-        raise ValueError(f"x must have shape (batch, seq, d_model={d_model}), got {tuple(x.shape)}")
-    if x.size(1) > max_len:
-        raise ValueError(f"sequence length {x.size(1)} is longer than max_len={max_len}; raise max_len in the config")
+class RotaryPositions(nn.Module):
+    """Rotary position embeddings (RoPE, Su et al. 2021; notebook 12): nothing is added to the input; inside
+    self-attention every query and key at position p is rotated by notebook 03's R(p), pair by pair:
+
+        (x_2i, x_2i+1) at position p  ->  (x_2i cos(p theta_i) + x_2i+1 sin(p theta_i),
+                                           -x_2i sin(p theta_i) + x_2i+1 cos(p theta_i)),  theta_i = base^(-2i/d_head)
+
+    so that the score of query m and key n depends on their offset n - m only.
+
+    Args:
+        d_model: model width (the input's last dimension).
+        d_head: the width of one head, the vectors that are rotated (even).
+        max_len: the longest sequence supported.
+        dropout: dropout on the token vectors (as after adding a table).
+        base: the wavelength base (10000 as for the sinusoids).
+    """
+
+    rotates = True  # nothing is added to the input
+
+    def __init__(self, d_model: int, d_head: int, max_len: int = 512, dropout: float = 0.0, base: float = 10000.0):
+        super().__init__()
+        if d_head % 2 != 0:
+            raise ValueError(f"d_head must be even for rotary positions (pairs are rotated), got {d_head}")
+        self.d_model, self.d_head, self.max_len = d_model, d_head, max_len
+        self.dropout = nn.Dropout(dropout)
+        theta = base ** (-torch.arange(0, d_head, 2, dtype=torch.float64) / d_head)  # (d_head / 2,)
+        angle = torch.arange(max_len, dtype=torch.float64)[:, None] * theta  # (max_len, d_head / 2)
+        self.register_buffer("cos", angle.cos().float(), persistent=False)  # (max_len, d_head / 2)
+        self.register_buffer("sin", angle.sin().float(), persistent=False)  # (max_len, d_head / 2)
+
+    def forward(self, x: torch.Tensor, start: int = 0) -> torch.Tensor:
+        """x ``(batch, seq, d_model)`` -> dropout(x): no table is added."""
+        check_positions(x, self.max_len, self.d_model, start)
+        return self.dropout(x)
+
+    def rotate(self, x: torch.Tensor, start: int = 0) -> torch.Tensor:
+        """Queries or keys ``(batch, n_heads, seq, d_head)`` at positions ``start ..`` rotated by R(position)."""
+        seq = x.size(-2)
+        cos, sin = self.cos[start : start + seq], self.sin[start : start + seq]  # (seq, d_head / 2) each
+        even, odd = x[..., 0::2], x[..., 1::2]  # (batch, n_heads, seq, d_head / 2) each
+        rotated = torch.stack([even * cos + odd * sin, odd * cos - even * sin], dim=-1)  # (..., d_head / 2, 2)
+        return rotated.flatten(-2)  # (batch, n_heads, seq, d_head): pairs back in place
+
+
+def make_positions(kind: str, d_model: int, n_heads: int, max_len: int, dropout: float = 0.0) -> nn.Module:
+    """The position object of a model: ``"sinusoidal"``, ``"learned"`` or ``"rotary"``.
+
+    Args:
+        kind: which positions.
+        d_model: model width.
+        n_heads: heads per attention (rotary positions rotate vectors of d_model / n_heads).
+        max_len: the longest sequence.
+        dropout: dropout after the positions.
+    """
+    if kind == "learned":
+        return LearnedPositionalEmbedding(max_len, d_model, dropout)
+    if kind == "rotary":
+        return RotaryPositions(d_model, d_model // n_heads, max_len, dropout)
+    if kind == "sinusoidal":
+        return SinusoidalPositionalEncoding(d_model, max_len, dropout)
+    raise ValueError(f"positional must be 'sinusoidal', 'learned' or 'rotary', got {kind!r}")

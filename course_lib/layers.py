@@ -3,7 +3,12 @@
 Each layer wraps its sub-blocks (attention, feed-forward) in a residual connection with
 dropout and a LayerNorm, placed either after the residual sum (``norm_first=False``, "post-norm",
 as in the 2017 paper) or before the sub-block (``norm_first=True``, "pre-norm", what most
-models use today because it trains stably without careful warm-up).
+models use today because it trains stably without careful warm-up). That connection is written
+once, in :func:`residual`; a layer is the list of its sub-blocks.
+
+A layer receives its sub-modules (``self_attn=``, ``feed_forward=``, ``norm=``), as in The Annotated
+Transformer's ``make_model``: :mod:`course_lib.builders` passes in whoever's parts the model uses. Given
+only sizes, a layer makes course_lib's own.
 
 Checked against ``nn.LayerNorm``, ``nn.TransformerEncoderLayer`` and ``nn.TransformerDecoderLayer``
 (copied weights, both norm placements) in ``tests/test_layers.py``.
@@ -11,11 +16,14 @@ Checked against ``nn.LayerNorm``, ``nn.TransformerEncoderLayer`` and ``nn.Transf
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import torch
 import torch.nn.functional as F
 from torch import nn
 
-from .attention import MultiHeadAttention
+from .attention import KeyValueCache, MultiHeadAttention
+from .checks import check_width
 
 
 class LayerNorm(nn.Module):
@@ -45,8 +53,7 @@ class LayerNorm(nn.Module):
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         """x ``(..., d_model)`` -> same shape."""
-        if x.size(-1) != self.d_model:
-            raise ValueError(f"x must have last dimension d_model={self.d_model}, got {tuple(x.shape)}")
+        check_width(x, self.d_model)
         if self.use_fused:  # fast path: one fused kernel for exactly the lines below
             return F.layer_norm(x, (self.d_model,), self.weight, self.bias, self.eps)
         mean = x.mean(dim=-1, keepdim=True)  # (..., 1)
@@ -78,6 +85,25 @@ class PositionwiseFeedForward(nn.Module):
         return self.linear2(self.dropout(F.relu(self.linear1(x))))  # hidden: (batch, seq, d_ff)
 
 
+def residual(x: torch.Tensor, sublayer: Callable[[torch.Tensor], torch.Tensor], norm: nn.Module,
+             dropout: nn.Module, norm_first: bool) -> torch.Tensor:
+    """One sub-block inside its residual connection: the only place the norm's placement is written.
+
+        post-norm (the paper):  norm(x + dropout(sublayer(x)))
+        pre-norm:               x + dropout(sublayer(norm(x)))
+
+    Args:
+        x: the residual stream ``(batch, seq, d_model)``.
+        sublayer: the sub-block (attention or feed-forward) as a function of its input.
+        norm: the LayerNorm of this sub-block.
+        dropout: dropout on the sub-block's output.
+        norm_first: pre-norm if True, post-norm if False.
+    """
+    if norm_first:
+        return x + dropout(sublayer(norm(x)))
+    return norm(x + dropout(sublayer(x)))
+
+
 class EncoderLayer(nn.Module):
     """Self-attention then feed-forward, each inside a residual connection with LayerNorm.
 
@@ -87,33 +113,28 @@ class EncoderLayer(nn.Module):
         d_ff: feed-forward hidden size.
         dropout: dropout on attention weights, feed-forward hidden units and both residual branches.
         norm_first: pre-norm if True, post-norm (the paper) if False.
+        self_attn: the self-attention module (default: course_lib's :class:`MultiHeadAttention`).
+        feed_forward: the feed-forward module (default: course_lib's :class:`PositionwiseFeedForward`).
+        norm: makes one LayerNorm from ``d_model`` (default: course_lib's :class:`LayerNorm`).
     """
 
-    def __init__(self, d_model: int, n_heads: int, d_ff: int, dropout: float = 0.1, norm_first: bool = False):
+    def __init__(self, d_model: int, n_heads: int, d_ff: int, dropout: float = 0.1, norm_first: bool = False, *,
+                 self_attn: nn.Module | None = None, feed_forward: nn.Module | None = None,
+                 norm: Callable[[int], nn.Module] = LayerNorm):
         super().__init__()
         self.norm_first = norm_first
-        self.self_attn = MultiHeadAttention(d_model, n_heads, dropout=dropout)
-        self.feed_forward = PositionwiseFeedForward(d_model, d_ff, dropout)
-        self.norm1 = LayerNorm(d_model)
-        self.norm2 = LayerNorm(d_model)
+        self.self_attn = self_attn if self_attn is not None else MultiHeadAttention(d_model, n_heads, dropout=dropout)
+        self.feed_forward = (feed_forward if feed_forward is not None
+                             else PositionwiseFeedForward(d_model, d_ff, dropout))
+        self.norm1 = norm(d_model)
+        self.norm2 = norm(d_model)
         self.dropout1 = nn.Dropout(dropout)
         self.dropout2 = nn.Dropout(dropout)
 
-    def _self_attention(self, x: torch.Tensor, src_mask: torch.Tensor | None) -> torch.Tensor:
-        return self.dropout1(self.self_attn(x, x, x, mask=src_mask))
-
-    def _feed_forward(self, x: torch.Tensor) -> torch.Tensor:
-        return self.dropout2(self.feed_forward(x))
-
     def forward(self, x: torch.Tensor, src_mask: torch.Tensor | None = None) -> torch.Tensor:
         """x ``(batch, src_len, d_model)``, src_mask ``(batch, 1, 1, src_len)`` -> same shape as x."""
-        if self.norm_first:
-            x = x + self._self_attention(self.norm1(x), src_mask)
-            x = x + self._feed_forward(self.norm2(x))
-        else:
-            x = self.norm1(x + self._self_attention(x, src_mask))
-            x = self.norm2(x + self._feed_forward(x))
-        return x
+        x = residual(x, lambda h: self.self_attn(h, h, h, mask=src_mask), self.norm1, self.dropout1, self.norm_first)
+        return residual(x, self.feed_forward, self.norm2, self.dropout2, self.norm_first)
 
 
 class DecoderLayer(nn.Module):
@@ -125,29 +146,28 @@ class DecoderLayer(nn.Module):
         d_ff: feed-forward hidden size.
         dropout: dropout on attention weights, feed-forward hidden units and the residual branches.
         norm_first: pre-norm if True, post-norm (the paper) if False.
+        self_attn: the masked self-attention module (default: course_lib's :class:`MultiHeadAttention`).
+        cross_attn: the attention to the encoder's output (default: course_lib's).
+        feed_forward: the feed-forward module (default: course_lib's :class:`PositionwiseFeedForward`).
+        norm: makes one LayerNorm from ``d_model`` (default: course_lib's :class:`LayerNorm`).
     """
 
-    def __init__(self, d_model: int, n_heads: int, d_ff: int, dropout: float = 0.1, norm_first: bool = False):
+    def __init__(self, d_model: int, n_heads: int, d_ff: int, dropout: float = 0.1, norm_first: bool = False, *,
+                 self_attn: nn.Module | None = None, cross_attn: nn.Module | None = None,
+                 feed_forward: nn.Module | None = None, norm: Callable[[int], nn.Module] = LayerNorm):
         super().__init__()
         self.norm_first = norm_first
-        self.self_attn = MultiHeadAttention(d_model, n_heads, dropout=dropout)
-        self.cross_attn = MultiHeadAttention(d_model, n_heads, dropout=dropout)
-        self.feed_forward = PositionwiseFeedForward(d_model, d_ff, dropout)
-        self.norm1 = LayerNorm(d_model)
-        self.norm2 = LayerNorm(d_model)
-        self.norm3 = LayerNorm(d_model)
+        self.self_attn = self_attn if self_attn is not None else MultiHeadAttention(d_model, n_heads, dropout=dropout)
+        self.cross_attn = (cross_attn if cross_attn is not None
+                           else MultiHeadAttention(d_model, n_heads, dropout=dropout))
+        self.feed_forward = (feed_forward if feed_forward is not None
+                             else PositionwiseFeedForward(d_model, d_ff, dropout))
+        self.norm1 = norm(d_model)
+        self.norm2 = norm(d_model)
+        self.norm3 = norm(d_model)
         self.dropout1 = nn.Dropout(dropout)
         self.dropout2 = nn.Dropout(dropout)
         self.dropout3 = nn.Dropout(dropout)
-
-    def _self_attention(self, x, tgt_mask):
-        return self.dropout1(self.self_attn(x, x, x, mask=tgt_mask))
-
-    def _cross_attention(self, x, memory, src_mask):
-        return self.dropout2(self.cross_attn(x, memory, memory, mask=src_mask))
-
-    def _feed_forward(self, x):
-        return self.dropout3(self.feed_forward(x))
 
     def forward(
         self,
@@ -155,6 +175,7 @@ class DecoderLayer(nn.Module):
         memory: torch.Tensor,
         tgt_mask: torch.Tensor | None = None,
         src_mask: torch.Tensor | None = None,
+        cache: tuple[KeyValueCache, KeyValueCache] | None = None,
     ) -> torch.Tensor:
         """Run one decoder layer.
 
@@ -163,16 +184,16 @@ class DecoderLayer(nn.Module):
             memory: encoder output ``(batch, src_len, d_model)``.
             tgt_mask: ``(batch, 1, tgt_len, tgt_len)`` padding AND causal mask (True = may attend).
             src_mask: ``(batch, 1, 1, src_len)`` padding mask of the source.
+            cache: the self- and cross-attention's :class:`KeyValueCache` when decoding one token at a time
+                (``x`` then holds only the newest positions and ``tgt_mask`` is None: every cached position
+                is earlier), else None.
 
         Returns:
             ``(batch, tgt_len, d_model)``.
         """
-        if self.norm_first:
-            x = x + self._self_attention(self.norm1(x), tgt_mask)
-            x = x + self._cross_attention(self.norm2(x), memory, src_mask)
-            x = x + self._feed_forward(self.norm3(x))
-        else:
-            x = self.norm1(x + self._self_attention(x, tgt_mask))
-            x = self.norm2(x + self._cross_attention(x, memory, src_mask))
-            x = self.norm3(x + self._feed_forward(x))
-        return x
+        self_cache, cross_cache = ({"cache": c} for c in cache) if cache else ({}, {})  # supplied modules: no cache
+        x = residual(x, lambda h: self.self_attn(h, h, h, mask=tgt_mask, **self_cache),
+                     self.norm1, self.dropout1, self.norm_first)
+        x = residual(x, lambda h: self.cross_attn(h, memory, memory, mask=src_mask, **cross_cache),
+                     self.norm2, self.dropout2, self.norm_first)
+        return residual(x, self.feed_forward, self.norm3, self.dropout3, self.norm_first)

@@ -18,9 +18,9 @@ from dataclasses import asdict, dataclass
 import torch
 from torch import nn
 
-from .attention import MultiHeadAttention
+from .attention import KeyValueCache, MultiHeadAttention
 from .builders import ModelParts
-from .embeddings import check_token_ids
+from .checks import check_decode_inputs, check_model_ids
 from .masks import decoder_self_attention_mask, padding_mask
 
 
@@ -43,13 +43,14 @@ class TransformerConfig:
     final_norm: bool | None = None  # LayerNorm after each stack; None means "only with pre-norm"
     tie_embeddings: bool = False  # share the target embedding matrix with the output projection (its pad row
     # then gets gradient from the output layer; harmless, since pad positions are masked everywhere)
-    positional: str = "sinusoidal"  # "sinusoidal" (fixed table) or "learned" (one vector per position)
+    positional: str = "sinusoidal"  # "sinusoidal" (fixed table added), "learned" (one trained vector per position,
+    #   added) or "rotary" (nothing added: queries and keys rotated inside self-attention, notebook 12)
 
     def __post_init__(self):
         if self.d_model % self.n_heads != 0:
             raise ValueError(f"d_model must be divisible by n_heads, got d_model={self.d_model}, n_heads={self.n_heads}")
-        if self.positional not in ("sinusoidal", "learned"):
-            raise ValueError(f"positional must be 'sinusoidal' or 'learned', got {self.positional!r}")
+        if self.positional not in ("sinusoidal", "learned", "rotary"):
+            raise ValueError(f"positional must be 'sinusoidal', 'learned' or 'rotary', got {self.positional!r}")
         for name in ("src_vocab_size", "tgt_vocab_size", "d_model", "n_heads", "d_ff", "max_len"):
             if getattr(self, name) <= 0:
                 raise ValueError(f"{name} must be positive, got {getattr(self, name)}")
@@ -82,7 +83,7 @@ class Encoder(nn.Module):
         self.config = config
         self.embedding = parts.token_embedding(config.src_vocab_size)
         self.positions = parts.positions()
-        self.layers = nn.ModuleList(parts.encoder_layer() for _ in range(config.n_encoder_layers))
+        self.layers = nn.ModuleList(parts.encoder_layer(self.positions) for _ in range(config.n_encoder_layers))
         self.norm = parts.final_norm()
 
     def forward(self, src: torch.Tensor, src_mask: torch.Tensor | None = None) -> torch.Tensor:
@@ -109,7 +110,7 @@ class Decoder(nn.Module):
         self.config = config
         self.embedding = parts.token_embedding(config.tgt_vocab_size)
         self.positions = parts.positions()
-        self.layers = nn.ModuleList(parts.decoder_layer() for _ in range(config.n_decoder_layers))
+        self.layers = nn.ModuleList(parts.decoder_layer(self.positions) for _ in range(config.n_decoder_layers))
         self.norm = parts.final_norm()
 
     def forward(
@@ -118,6 +119,7 @@ class Decoder(nn.Module):
         memory: torch.Tensor,
         src_mask: torch.Tensor | None,
         tgt_mask: torch.Tensor | None = None,
+        cache: list[tuple[KeyValueCache, KeyValueCache]] | None = None,
     ) -> torch.Tensor:
         """Decode.
 
@@ -126,15 +128,20 @@ class Decoder(nn.Module):
             memory: encoder output ``(batch, src_len, d_model)``.
             src_mask: source padding mask ``(batch, 1, 1, src_len)``.
             tgt_mask: defaults to target padding AND causal, ``(batch, 1, tgt_len, tgt_len)``.
+            cache: one (self, cross) pair of :class:`~course_lib.attention.KeyValueCache` per layer when decoding
+                one token at a time: ``tgt`` then holds only the newest tokens, at the positions after the
+                cached ones, and needs no mask (every cached position is earlier). See
+                :class:`course_lib.decoding.CachedDecoder`.
 
         Returns:
             Hidden states ``(batch, tgt_len, d_model)``.
         """
-        if tgt_mask is None:
+        start = 0 if cache is None else cache[0][0].length  # position of the first token of tgt
+        if tgt_mask is None and cache is None:
             tgt_mask = decoder_self_attention_mask(tgt, self.config.pad_id)  # (batch, 1, tgt_len, tgt_len)
-        x = self.positions(self.embedding(tgt))  # (batch, tgt_len, d_model)
-        for layer in self.layers:
-            x = layer(x, memory, tgt_mask, src_mask)
+        x = self.positions(self.embedding(tgt), start)  # (batch, tgt_len, d_model)
+        for i, layer in enumerate(self.layers):
+            x = layer(x, memory, tgt_mask, src_mask, **({} if cache is None else {"cache": cache[i]}))
         return self.norm(x)
 
 
@@ -219,14 +226,9 @@ class Transformer(nn.Module):
         """Number of trainable parameters (a tied matrix counted once)."""
         return sum(p.numel() for p in self.parameters() if p.requires_grad)
 
-    def _check_ids(self, ids: torch.Tensor, vocab_size: int, name: str) -> None:
-        check_token_ids(ids, vocab_size, name)
-        if ids.size(1) > self.config.max_len:
-            raise ValueError(f"{name} has length {ids.size(1)}, longer than max_len={self.config.max_len}")
-
     def encode(self, src: torch.Tensor) -> torch.Tensor:
         """src ``(batch, src_len)`` -> memory ``(batch, src_len, d_model)``."""
-        self._check_ids(src, self.config.src_vocab_size, "src")
+        check_model_ids(src, self.config.src_vocab_size, self.config.max_len, "src")
         return self.encoder(src, self._padding_mask(src, self.config.pad_id))  # mask (batch, 1, 1, src_len)
 
     def decode(self, tgt: torch.Tensor, memory: torch.Tensor, src: torch.Tensor) -> torch.Tensor:
@@ -240,15 +242,7 @@ class Transformer(nn.Module):
         Returns:
             Logits ``(batch, tgt_len, tgt_vocab_size)``.
         """
-        self._check_ids(tgt, self.config.tgt_vocab_size, "tgt")
-        check_token_ids(src, self.config.src_vocab_size, "src")
-        if memory.dim() != 3 or memory.shape[:2] != src.shape:
-            raise ValueError(
-                f"memory must have shape (batch, src_len, d_model) matching src {tuple(src.shape)}, "
-                f"got {tuple(memory.shape)}"
-            )
-        if tgt.size(0) != src.size(0):
-            raise ValueError(f"tgt and src must have the same batch size, got {tgt.size(0)} and {src.size(0)}")
+        check_decode_inputs(tgt, memory, src, self.config)
         hidden = self.decoder(tgt, memory, self._padding_mask(src, self.config.pad_id), self._target_mask(tgt))
         return self.generator(hidden)  # (batch, tgt_len, tgt_vocab_size)
 

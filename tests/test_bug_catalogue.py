@@ -495,8 +495,11 @@ def test_the_students_model_decodes_with_a_cache_that_changes_nothing(part, corr
     course_owned = all(type(layer) is DecoderLayer and type(layer.self_attn) is MultiHeadAttention
                        and type(layer.cross_attn) is MultiHeadAttention for layer in model.decoder.layers)
     assert isinstance(stepper, CachedDecoder if course_owned else InputCachedDecoder)
-    if correct in (attention_einsum_where, OutFirstMHA, FusedEinsumMHA, RawParameterMHA, CrossFirstDecoder):
-        assert isinstance(stepper, InputCachedDecoder)  # a student's own attention: its inputs are cached
+    if correct in (OutFirstMHA, FusedEinsumMHA, RawParameterMHA, CrossFirstDecoder):
+        assert isinstance(stepper, InputCachedDecoder)  # a student's own attention module: its inputs are cached
+    if correct is attention_einsum_where:  # a student's attention function runs inside the course's module,
+        assert isinstance(stepper, CachedDecoder)  # whose keys and values are cached around it
+        assert all(layer.self_attn.attention_fn is correct for layer in model.decoder.layers)
     greedy, greedy_plain, beam, beam_plain = _decodings(model, src)
     assert torch.equal(greedy, greedy_plain)
     beam, beam_plain = (b[0] if isinstance(b, tuple) else b for b in (beam, beam_plain))  # the tokens

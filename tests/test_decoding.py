@@ -86,7 +86,8 @@ def test_batched_greedy_equals_one_sentence_at_a_time():
         assert (batched[row, n:] == PAD_ID).all()
 
 
-@pytest.mark.parametrize("overrides", [{}, {"norm_first": True}, {"positional": "learned", "n_decoder_layers": 3}])
+@pytest.mark.parametrize("overrides", [{}, {"norm_first": True}, {"positional": "learned", "n_decoder_layers": 3},
+                                       {"positional": "rotary"}])
 def test_cached_decoding_equals_uncached(overrides):
     model, src = random_model(**overrides), padded_sources(seed=1)
     cached = greedy_decode(model, src, max_len=15, use_cache=True)

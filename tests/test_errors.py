@@ -38,8 +38,8 @@ def test_config_non_positive_sizes_and_bad_options():
         TransformerConfig(src_vocab_size=0)
     with pytest.raises(ValueError, match=r"dropout must be in \[0, 1\)"):
         TransformerConfig(dropout=1.0)
-    with pytest.raises(ValueError, match="positional must be 'sinusoidal' or 'learned'"):
-        TransformerConfig(positional="rotary")
+    with pytest.raises(ValueError, match="positional must be 'sinusoidal', 'learned' or 'rotary'"):
+        TransformerConfig(positional="alibi")
 
 
 def test_sdpa_wrong_rank():

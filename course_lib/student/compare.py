@@ -42,6 +42,7 @@ from torch import nn
 from ..attention import scaled_dot_product_attention
 from ..devices import model_device
 from ..embeddings import sinusoidal_table
+from ..layers import residual
 from ..masks import causal_mask, padding_mask
 from ..probing import (
     Unit,
@@ -664,15 +665,15 @@ def _block(x, run, norm, mode: str):
     mode: "post" norm(x + f(x)), "pre" x + f(norm(x)), "post_no_residual" norm(f(x)),
     "pre_no_residual" f(norm(x)), "outside" x + norm(f(x)).
     """
-    if mode == "pre":
-        return x + run(norm(x))
+    if mode in ("pre", "post"):  # course_lib's own placements, as its layers compute them
+        return residual(x, run, norm, nn.Identity(), norm_first=mode == "pre")
     if mode == "pre_no_residual":
         return run(norm(x))
     if mode == "post_no_residual":
         return norm(run(x))
     if mode == "outside":
         return x + norm(run(x))
-    return norm(x + run(x))
+    raise ValueError(f"unknown glue mode {mode!r}")
 
 
 def _modes(blocks: Sequence[str], norm_first: bool, variant: str | None) -> dict[str, str]:

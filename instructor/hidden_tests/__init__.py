@@ -6,7 +6,8 @@ sentences and special cases) and their own references, so only a general solutio
 They live outside the ``course_lib`` package and outside the student edition:
 ``scripts/student_edition.py`` puts a call to :func:`grade` inside nbgrader's
 ``### BEGIN HIDDEN TESTS`` markers after every exercise cell, nbgrader strips it from the student
-edition and restores it when it autogrades a submission, with this folder on ``PYTHONPATH``.
+edition and restores it when it autogrades a submission, with the repository root on ``PYTHONPATH``
+(the cell imports ``from instructor import hidden_tests``).
 
 Each module ``nbNN`` registers one test per exercise with :func:`hidden_test`, naming the exercise's
 declaration (``course_lib.exercises.nbNN.check_...``, an :class:`~course_lib.exercises.Exercise` that holds

@@ -10,7 +10,7 @@ Python; here the same algorithm runs in ``tokenizers``' Rust BPE trainer, which 
 Conventions shared with :mod:`course_lib.bpe`: words come from the course's spaCy tokenizer; each word is
 spelled as its characters followed by the end-of-word marker ``"</w>"`` (``course_lib.bpe.END_OF_WORD``),
 a symbol of its own, so the last piece of every word ends with ``"</w>"`` (``"Hundes"`` may become
-``["Hund", "es</w>"]``) and :func:`pieces_to_words` (called by :func:`course_lib.tokenization.detokenize`)
+``["Hund", "es</w>"]``) and :func:`course_lib.tokenization.pieces_to_words` (called by ``detokenize``)
 glues the pieces back into words at each ``"</w>"``. Inside ``tokenizers`` the marker is written as the
 private-use character U+E000 (``MARKER``): a single character, so the Rust trainer treats it as one
 symbol, and one that real text practically never contains, so it does not collide with a real character.
@@ -29,7 +29,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 
 from .bpe import END_OF_WORD, BPETokenizer
-from .tokenization import UNK
+from .tokenization import UNK, is_subword_sequence, pieces_to_words  # noqa: F401 (re-exported: they live with detokenize)
 
 MARKER = "\ue000"  # the end-of-word symbol inside `tokenizers`: a private-use character, never in real text
 
@@ -115,29 +115,3 @@ class SubwordTokenizer:
     def tokenize(self, words: Sequence[str]) -> list[str]:
         """Word tokens of one sentence -> subword pieces."""
         return [piece for word in words for piece in self.encode_word(word)]
-
-
-def is_subword_sequence(pieces: Sequence[str]) -> bool:
-    """True if ``pieces`` look like BPE pieces (some end with ``"</w>"``)."""
-    return any(p.endswith(END_OF_WORD) for p in pieces)
-
-
-def pieces_to_words(pieces: Sequence[str]) -> list[str]:
-    """Glue BPE pieces back into word tokens: ``["Hund", "es</w>", ".</w>"] -> ["Hundes", "."]``.
-
-    A trailing word without its final ``"</w>"`` piece (cut off by a length limit) is kept as it is. An
-    ``<unk>`` piece (a piece the vocabulary dropped) stands for a word of its own, never glued to its neighbours.
-    """
-    words, current = [], ""
-    for piece in pieces:
-        if piece == UNK:
-            words += [current, UNK] if current else [UNK]
-            current = ""
-        elif piece.endswith(END_OF_WORD):
-            words.append(current + piece[: -len(END_OF_WORD)])
-            current = ""
-        else:
-            current += piece
-    if current:
-        words.append(current)
-    return words

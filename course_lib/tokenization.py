@@ -19,6 +19,8 @@ from collections.abc import Iterable, Sequence
 from functools import cache
 from pathlib import Path
 
+from .bpe import END_OF_WORD
+
 PAD, BOS, EOS, UNK = "<pad>", "<bos>", "<eos>", "<unk>"
 SPECIALS = (PAD, BOS, EOS, UNK)
 PAD_ID, BOS_ID, EOS_ID, UNK_ID = 0, 1, 2, 3
@@ -83,8 +85,6 @@ def detokenize(tokens: Sequence[str]) -> str:
     BPE pieces (the last piece of each word ends with ``"</w>"``) are glued into words first.
     """
     if any(token.endswith("</w>") for token in tokens):  # BPE pieces (course_lib.subword): glue into words first
-        from .subword import pieces_to_words
-
         tokens = pieces_to_words(tokens)
     pieces: list[str] = []
     for token in tokens:
@@ -219,3 +219,29 @@ class Vocab:
         except json.JSONDecodeError as exc:
             raise ValueError(f"vocab file {path} is not valid JSON: {exc}") from exc
         return cls.from_dict(data)
+
+
+def is_subword_sequence(pieces: Sequence[str]) -> bool:
+    """True if ``pieces`` look like BPE pieces (some end with ``"</w>"``)."""
+    return any(p.endswith(END_OF_WORD) for p in pieces)
+
+
+def pieces_to_words(pieces: Sequence[str]) -> list[str]:
+    """Glue BPE pieces back into word tokens: ``["Hund", "es</w>", ".</w>"] -> ["Hundes", "."]``.
+
+    A trailing word without its final ``"</w>"`` piece (cut off by a length limit) is kept as it is. An
+    ``<unk>`` piece (a piece the vocabulary dropped) stands for a word of its own, never glued to its neighbours.
+    """
+    words, current = [], ""
+    for piece in pieces:
+        if piece == UNK:
+            words += [current, UNK] if current else [UNK]
+            current = ""
+        elif piece.endswith(END_OF_WORD):
+            words.append(current + piece[: -len(END_OF_WORD)])
+            current = ""
+        else:
+            current += piece
+    if current:
+        words.append(current)
+    return words

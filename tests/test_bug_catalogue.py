@@ -183,6 +183,161 @@ class Decoder(nn.Module):
         return n3(x + self.ff(x))
 
 
+class StartNorm(Norm):
+    """A LayerNorm with the right formula whose gamma or beta starts somewhere else."""
+
+    def __init__(self, d_model, gamma="ones", beta="zeros"):
+        super().__init__(d_model)
+        start = {"ones": torch.ones, "zeros": torch.zeros, "randn": torch.randn,
+                 "rand": torch.rand}
+        self.gamma = nn.Parameter(start[gamma](d_model))
+        self.beta = nn.Parameter(start[beta](d_model))
+
+
+class StartFFN(FFN):
+    """The right feed-forward block whose biases start N(0, 1) or at one."""
+
+    def __init__(self, d_model, d_ff, bias_start="randn"):
+        super().__init__(d_model, d_ff)
+        with torch.no_grad():
+            for layer in (self.up, self.down):
+                layer.bias.copy_(torch.randn(layer.bias.shape) if bias_start == "randn" else torch.ones(layer.bias.shape))
+
+
+class StartMHA(MHA):
+    def __init__(self, d_model, n_heads):
+        super().__init__(d_model, n_heads)
+        for layer in (self.wq, self.wk, self.wv, self.wo):
+            nn.init.normal_(layer.bias, std=1.0)  # a start copied from the embedding
+
+
+class ViewOnlyMHA(MHA):
+    """Splits the heads with a view straight to (batch, heads, seq, d_head): no transpose."""
+
+    def forward(self, query, key, value, mask=None):
+        b, n, _ = query.shape
+        q, k, v = (f(x).view(b, self.h, -1, self.d) for f, x in ((self.wq, query), (self.wk, key), (self.wv, value)))
+        out, _ = attend(q, k, v, mask)
+        return self.wo(out.transpose(1, 2).reshape(b, n, self.h * self.d))
+
+
+class SharedProjectionMHA(MHA):
+    """Uses W_q for the keys too: W_k is created and never used."""
+
+    def forward(self, query, key, value, mask=None):
+        b, n, _ = query.shape
+        q, k, v = (f(x).view(b, -1, self.h, self.d).transpose(1, 2)
+                   for f, x in ((self.wq, query), (self.wq, key), (self.wv, value)))
+        out, _ = attend(q, k, v, mask)
+        return self.wo(out.transpose(1, 2).reshape(b, n, self.h * self.d))
+
+
+class FrozenFFN(FFN):
+    def __init__(self, d_model, d_ff):
+        super().__init__(d_model, d_ff)
+        self.down.bias.requires_grad_(False)
+
+
+class NoGradEmbedding(Embedding):
+    def forward(self, ids):
+        with torch.no_grad():  # "the lookup needs no gradient": the table then never trains
+            return self.table(ids) * math.sqrt(self.d_model)
+
+
+class PreNormEncoder(Encoder):
+    """Post-norm right; the pre-norm branch has one planted mistake."""
+
+    def forward(self, x, mask):
+        m = self.mistake
+        if not self.norm_first:
+            x = self.n1(x + self.attn(x, x, x, mask=mask))
+            return self.n2(x + self.ff(x))
+        if m == "normed_residual":  # the residual starts from the normalised input
+            h = self.n1(x)
+            x = h + self.attn(h, h, h, mask=mask)
+            h = self.n2(x)
+            return h + self.ff(h)
+        if m == "ffn_unnormed":  # the feed-forward block reads x, not norm2(x): norm2 never used
+            h = self.n1(x)
+            x = x + self.attn(h, h, h, mask=mask)
+            return x + self.ff(x)
+        if m == "no_mask":
+            h = self.n1(x)
+            x = x + self.attn(h, h, h)
+            return x + self.ff(self.n2(x))
+        raise ValueError(m)
+
+
+class PreNormDecoder(Decoder):
+    """Post-norm right; the pre-norm branch has one planted mistake."""
+
+    def forward(self, x, memory, tgt_mask, src_mask):
+        m = self.mistake
+        n1, n2, n3 = self.norms
+        if not self.norm_first or m == "ignores_norm_first":
+            x = n1(x + self.self_attn(x, x, x, mask=tgt_mask))
+            x = n2(x + self.cross_attn(x, memory, memory, mask=src_mask))
+            return n3(x + self.ff(x))
+        if m == "no_causal":
+            h = n1(x)
+            x = x + self.self_attn(h, h, h, mask=None)
+        else:
+            h = n1(x)
+            x = x + self.self_attn(h, h, h, mask=tgt_mask)
+        if m == "memory_normed":  # the memory goes through the decoder's norm too
+            h = n2(x)
+            x = x + self.cross_attn(h, n2(memory), n2(memory), mask=src_mask)
+        else:
+            h = n2(x)
+            x = x + self.cross_attn(h, memory, memory, mask=src_mask)
+        if m == "final_norm":  # normalises the sum as well: post- and pre-norm at once
+            return n3(x + self.ff(n3(x)))
+        return x + self.ff(n3(x))
+
+
+class ReusingEncoder(Encoder):
+    """Calls norm1 for both sub-blocks; norm2 is created and never used."""
+
+    def forward(self, x, mask):
+        if self.norm_first:
+            h = self.n1(x)
+            x = x + self.attn(h, h, h, mask=mask)
+            return x + self.ff(self.n1(x))
+        x = self.n1(x + self.attn(x, x, x, mask=mask))
+        return self.n1(x + self.ff(x))
+
+
+class ReusingDecoder(Decoder):
+    """One planted re-use: the self-attention module does the cross-attention too, or one norm serves all."""
+
+    def forward(self, x, memory, tgt_mask, src_mask):
+        n1, n2, n3 = self.norms
+        cross = self.self_attn if self.mistake == "attention" else self.cross_attn
+        if self.mistake == "norm":
+            n2 = n3 = n1
+        if self.norm_first:
+            h = n1(x)
+            x = x + self.self_attn(h, h, h, mask=tgt_mask)
+            h = n2(x)
+            x = x + cross(h, memory, memory, mask=src_mask)
+            return x + self.ff(n3(x))
+        x = n1(x + self.self_attn(x, x, x, mask=tgt_mask))
+        x = n2(x + cross(x, memory, memory, mask=src_mask))
+        return n3(x + self.ff(x))
+
+
+class StartNormEncoder(Encoder):
+    def __init__(self, d_model, n_heads, d_ff, norm_first=False):
+        super().__init__(d_model, n_heads, d_ff, norm_first)
+        self.n2 = StartNorm(d_model, gamma="randn")
+
+
+class StartNormDecoder(Decoder):
+    def __init__(self, d_model, n_heads, d_ff, norm_first=False):
+        super().__init__(d_model, n_heads, d_ff, norm_first)
+        self.norms[1] = StartNorm(d_model, beta="ones")
+
+
 def factory(cls, **fixed):
     """A factory with the part's constructor signature that plants ``fixed`` settings."""
     def build(*args, **kwargs):
@@ -232,6 +387,34 @@ BUGS = [
     ("decoder_layer", factory(Decoder, mistake="no_causal"), "future"),
     ("decoder_layer", factory(Decoder, mistake="placement"), "pre-norm"),
     ("decoder_layer", factory(Decoder, mistake="residual_outside_norm"), "residual after the norm around the feed-forward"),
+    # learners' bugs from public Transformer repositories' issue threads
+    ("multi_head_attention", ViewOnlyMHA, "masked"),
+    ("padding_mask", lambda ids, pad_id=0: (ids != pad_id)[:, None, :, None], "<pad>"),
+    # starting values: the right numbers with copied weights, but the model starts somewhere else
+    ("layer_norm", factory(StartNorm, gamma="zeros"), "gamma (gamma) starts at all 0"),
+    ("layer_norm", factory(StartNorm, gamma="randn"), "gamma (gamma) starts at values from"),
+    ("layer_norm", factory(StartNorm, beta="ones"), "beta (beta) starts at all 1"),
+    ("layer_norm", factory(StartNorm, gamma="rand", beta="rand"), "does not start as plain normalisation"),
+    ("feed_forward", factory(StartFFN, bias_start="randn"), "bias up.bias starts at values from"),
+    ("feed_forward", factory(StartFFN, bias_start="ones"), "bias up.bias starts at all 1"),
+    ("multi_head_attention", StartMHA, "bias wq.bias starts"),
+    ("encoder_layer", StartNormEncoder, "its LayerNorm n2 does not start as plain normalisation"),
+    ("decoder_layer", StartNormDecoder, "its LayerNorm norms.1 does not start"),
+    # the pre-norm path (norm_first=True): post-norm is right
+    ("encoder_layer", factory(PreNormEncoder, mistake="normed_residual"), "with norm_first=True"),
+    ("encoder_layer", factory(PreNormEncoder, mistake="ffn_unnormed"), "with norm_first=True"),
+    ("encoder_layer", factory(PreNormEncoder, mistake="no_mask"), "with norm_first=True"),
+    ("decoder_layer", factory(PreNormDecoder, mistake="ignores_norm_first"), "although norm_first=True"),
+    ("decoder_layer", factory(PreNormDecoder, mistake="no_causal"), "future"),
+    ("decoder_layer", factory(PreNormDecoder, mistake="memory_normed"), "normalises the encoder's memory"),
+    ("decoder_layer", factory(PreNormDecoder, mistake="final_norm"), "norms.2 2 times"),
+    # parameters the forward pass never uses (or that never train)
+    ("encoder_layer", ReusingEncoder, "n2.weight, n2.bias never get a gradient: the forward pass does not use them, so they never train; n1 is called 2 times"),
+    ("decoder_layer", factory(ReusingDecoder, mistake="attention"), "cross_attn.q_proj.weight"),
+    ("decoder_layer", factory(ReusingDecoder, mistake="norm"), "norms.1.weight, norms.1.bias, norms.2.weight"),
+    ("multi_head_attention", SharedProjectionMHA, "wk.weight, wk.bias never get a gradient"),
+    ("feed_forward", FrozenFFN, "frozen"),
+    ("token_embedding", NoGradEmbedding, "table.weight never gets a gradient"),
 ]
 
 
@@ -392,6 +575,60 @@ class CrossFirstDecoder(nn.Module):
         return c(x + self.ffn(x))
 
 
+class XavierZeroBiasFFN(nn.Module):
+    """Xavier matrices and zero biases (PyTorch's start for attention): a different start the contract allows."""
+
+    def __init__(self, d_model, d_ff):
+        super().__init__()
+        self.w_1, self.w_2 = nn.Linear(d_model, d_ff), nn.Linear(d_ff, d_model)
+        for layer in (self.w_1, self.w_2):
+            nn.init.xavier_uniform_(layer.weight)
+            nn.init.zeros_(layer.bias)
+
+    def forward(self, x):
+        return self.w_2(F.relu(self.w_1(x)))
+
+
+class SublayerConnection(nn.Module):
+    """The Annotated Transformer's residual wrapper: one norm each, either placement."""
+
+    def __init__(self, d_model, norm_first):
+        super().__init__()
+        self.norm, self.norm_first = nn.LayerNorm(d_model), norm_first
+
+    def forward(self, x, sublayer):
+        if self.norm_first:
+            return x + sublayer(self.norm(x))
+        return self.norm(x + sublayer(x))
+
+
+class AnnotatedDecoder(nn.Module):
+    """Residual wrappers in a ModuleList, nn.LayerNorm, an nn.Dropout(0.0) module, lambdas for the sub-blocks."""
+
+    def __init__(self, d_model, n_heads, d_ff, norm_first=False):
+        super().__init__()
+        self.sublayer = nn.ModuleList(SublayerConnection(d_model, norm_first) for _ in range(3))
+        self.self_attn, self.src_attn = OutFirstMHA(d_model, n_heads), MultiHeadAttention(d_model, n_heads)
+        self.feed_forward = XavierZeroBiasFFN(d_model, d_ff)
+        self.drop = nn.Dropout(0.0)
+
+    def forward(self, x, memory, tgt_mask, src_mask):
+        x = self.sublayer[0](x, lambda h: self.drop(self.self_attn(h, h, h, tgt_mask)))
+        x = self.sublayer[1](x, lambda h: self.src_attn(h, memory, memory, src_mask))
+        return self.sublayer[2](x, self.feed_forward)
+
+
+class AnnotatedEncoder(nn.Module):
+    def __init__(self, d_model, n_heads, d_ff, norm_first=False):
+        super().__init__()
+        self.sublayer = nn.ModuleList(SublayerConnection(d_model, norm_first) for _ in range(2))
+        self.attn, self.ff = FusedEinsumMHA(d_model, n_heads), sequential_ffn(d_model, d_ff)
+
+    def forward(self, x, src_mask):
+        x = self.sublayer[0](x, lambda h: self.attn(h, h, h, src_mask))
+        return self.sublayer[1](x, self.ff)
+
+
 CORRECT = [
     ("token_embedding", RawEmbedding),
     ("positional_encoding", pe_with_exp),
@@ -406,6 +643,11 @@ CORRECT = [
     ("feed_forward", sequential_ffn),
     ("encoder_layer", ReorderedEncoder),
     ("decoder_layer", CrossFirstDecoder),
+    ("layer_norm", nn.LayerNorm),
+    ("layer_norm", lambda d_model: nn.LayerNorm(d_model, eps=1e-6)),
+    ("feed_forward", XavierZeroBiasFFN),
+    ("encoder_layer", AnnotatedEncoder),
+    ("decoder_layer", AnnotatedDecoder),
     *GOOD.items(),
 ]
 

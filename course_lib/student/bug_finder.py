@@ -7,8 +7,11 @@
 Stage 1 checks every supplied part on its own: its contract (:mod:`course_lib.student.contracts`: shapes, dtype,
 NaN, masked positions, the future), then its numbers against the course_lib twin on random inputs
 (:mod:`course_lib.student.compare`: weights matched by trying every assignment of the part's projections to
-the twin's roles, never by names or creation order; layers compared through their own sub-modules), with
-a hint for the mistakes we know (``tests/test_bug_catalogue.py`` lists them).
+the twin's roles, never by names or creation order; layers compared through their own sub-modules, in both
+norm placements, post-norm and pre-norm), with a hint for the mistakes we know (``tests/test_bug_catalogue.py``
+lists them); then what copied weights cannot show: a parameter the forward pass never uses (or that is
+frozen), and starting values other than the contract's (LayerNorm gamma 1 and beta 0, small biases, the
+embedding table N(0, 1/d_model) with a zero <pad> row).
 
 Stage 2 runs only for what stage 1 cannot decide (a part whose weights it could not match to the twin's
 roles) and only if stage 1 found no bug: a short training run on the toy corpus for the all-course_lib
@@ -88,17 +91,33 @@ def _likely_cause(name: str, part, norm_first: bool) -> str:
 
 
 @keeps_random_state
-def compare_with_course(name: str, part, norm_first: bool = False) -> Finding:
+def compare_with_course(name: str, part, norm_first: bool | None = None) -> Finding:
     """Stage 1 for one part: its contract, then its numbers against course_lib's (:mod:`course_lib.student.compare`).
 
     Args:
         name: one of :data:`course_lib.builders.PART_NAMES`.
         part: the student's function or class.
-        norm_first: for the layers, the norm placement the model uses.
+        norm_first: for the layers, the norm placement to check; None (the default) checks both, post-norm
+            first (notebooks 08-11 train post-norm, notebook 12 pre-norm).
 
     Returns:
         A :class:`Finding` (``ok`` False with the evidence if the part is wrong).
     """
+    layer = name in ("encoder_layer", "decoder_layer")
+    placements = ((False, True) if norm_first is None else (norm_first,)) if layer else (False,)
+    findings = [_compare_once(name, part, placement) for placement in placements]
+    for placement, finding in zip(placements, findings, strict=True):
+        if not finding.ok:
+            if layer and placement and len(placements) > 1:  # post-norm passed: say which path is wrong
+                finding.evidence = f"with norm_first=True (pre-norm, as notebook 12 trains): {finding.evidence}"
+            return finding
+    if layer and len(placements) > 1 and all(f.decided for f in findings):
+        first = findings[0]
+        return Finding(name, True, 1, f"{first.evidence} (both norm placements, norm_first=False and True)")
+    return next((f for f in findings if not f.decided), findings[0])
+
+
+def _compare_once(name: str, part, norm_first: bool) -> Finding:
     try:
         check_part(name, part, norm_first)
     except PartContractError as error:

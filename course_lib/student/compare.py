@@ -22,6 +22,16 @@ sub-module is called, in what order and with which inputs (the attention called 
 student's sub-modules plugged in, so a difference is the layer's own glue (residuals, norm placement,
 masks). Each sub-module is compared with its twin too.
 
+Two things no comparison with copied weights can see are checked on the part as the model builds it:
+
+* *What trains*: one forward and backward pass; a parameter that gets no gradient (a sub-module created and
+  never called, one called twice in its place, a lookup under ``torch.no_grad()``) or is frozen is named.
+* *Where it starts*: the model redraws every matrix (Xavier) but keeps the vectors and the embedding table,
+  so LayerNorm's gamma must start at 1 and beta at 0, and a projection's bias at 0 or within nn.Linear's
+  +-1/sqrt(fan_in); the parameter and its starting values are named.
+
+The layers are checked in both norm placements by ``find_my_bug`` (``norm_first`` False, then True).
+
 Checked in ``tests/test_bug_catalogue.py``: every planted bug of the catalogue is named, with its hint;
 correct parts written differently (other names and creation order, einsum, ``torch.where``,
 ``nn.Sequential``, a fused Q/K/V projection, ``F.layer_norm``, raw parameters) are never called a bug.
@@ -69,6 +79,7 @@ class Verdict:
 
     ok: bool | None
     evidence: str
+    roles: dict[str, str] | None = None  # for a matched LayerNorm: {"gamma": name, "beta": name}
 
 
 class NotComparable(Exception):
@@ -482,7 +493,8 @@ def compare_layer_norm_module(module: nn.Module, d_model: int = D_MODEL) -> Verd
     if status == "ok":
         (gamma, beta), eps = result
         return Verdict(True, f"equals nn.LayerNorm (gamma = {gamma[0]}, beta = {beta[0] if beta is not None else 'none'}, "
-                             f"eps {eps:g}), small and zero variances included")
+                             f"eps {eps:g}), small and zero variances included",
+                       roles={"gamma": gamma[0], **({"beta": beta[0]} if beta is not None else {})})
     if status == "variant":
         return Verdict(False, result)
     if not torch.isfinite(out).all():
@@ -559,6 +571,8 @@ class Call:
 
 def _kind(module: nn.Module, args: tuple, kwargs: dict, d_model: int, d_ff: int) -> str | None:
     """What a sub-module call looks like from its inputs and weights (never from its name)."""
+    if any(callable(a) and not isinstance(a, torch.Tensor) for a in (*args, *kwargs.values())):
+        return None  # a wrapper handed the sub-block to run (the Annotated Transformer's SublayerConnection)
     tensors = [a for a in args if isinstance(a, torch.Tensor)] + [
         v for k, v in kwargs.items() if k in ("query", "key", "value") and isinstance(v, torch.Tensor)]
     wide = [t for t in tensors if t.dim() == 3 and t.size(-1) == d_model]
@@ -601,6 +615,27 @@ def record_calls(layer: nn.Module, inputs: tuple, d_model: int = D_MODEL, d_ff: 
         for handle in handles:
             handle.remove()
     return calls
+
+
+def _norm_misuse(layer: nn.Module, calls: list[Call], memory: torch.Tensor | None = None) -> Verdict | None:
+    """A norm that reads the encoder's memory, or one norm module called more than once in one pass."""
+    names = {id(m): n for n, m in layer.named_modules()}
+    norms = [c for c in calls if c.kind == "norm"]
+    if memory is not None:
+        on_memory = next((c for c in norms if any(_same(a, memory) for a in c.args)), None)
+        if on_memory is not None:
+            return Verdict(False, f"normalises the encoder's memory with its own LayerNorm "
+                                  f"{names.get(id(on_memory.module), '?')}: cross-attention takes memory as the "
+                                  "encoder returns it; only the decoder's own stream goes through its norms")
+    counts: dict[int, int] = {}
+    for call in norms:
+        counts[id(call.module)] = counts.get(id(call.module), 0) + 1
+    twice = [(names.get(i, "?"), n) for i, n in counts.items() if n > 1]
+    if twice:
+        name, n = twice[0]
+        return Verdict(False, f"calls its LayerNorm {name} {n} times in one pass: each sub-block has its own norm, "
+                              "used once (post-norm: norm(x + sublayer(x)); pre-norm: x + sublayer(norm(x)))")
+    return None
 
 
 def _attention_inputs(call: Call):
@@ -764,6 +799,9 @@ def compare_encoder_layer(factory, norm_first: bool = False) -> Verdict:
         out = layer(x, mask)
     calls = record_calls(layer, (x, mask))
     _refuse_pytorch_attention(calls)
+    misuse = _norm_misuse(layer, calls)
+    if misuse:
+        return misuse
     by_kind = {k: [c for c in calls if c.kind == k] for k in ("attention", "norm", "feed_forward")}
     if [len(by_kind[k]) for k in ("attention", "norm", "feed_forward")] != [1, 2, 1]:
         raise NotComparable(f"found {len(by_kind['attention'])} attention, {len(by_kind['norm'])} norm and "
@@ -795,6 +833,9 @@ def compare_decoder_layer(factory, norm_first: bool = False) -> Verdict:
         out = layer(x, memory, tgt_mask, src_mask)
     calls = record_calls(layer, (x, memory, tgt_mask, src_mask))
     _refuse_pytorch_attention(calls)
+    misuse = _norm_misuse(layer, calls, memory)
+    if misuse:
+        return misuse
     attention = [c for c in calls if c.kind == "attention"]
     norms = [c.module for c in calls if c.kind == "norm"]
     ffns = [c for c in calls if c.kind == "feed_forward"]
@@ -816,7 +857,7 @@ def compare_decoder_layer(factory, norm_first: bool = False) -> Verdict:
                               "future while training")
     if cross_mask is None or not _same_mask(cross_mask, src_mask):
         return Verdict(False, "calls cross-attention without src_mask: padded source positions are attended to")
-    if calls.index(own) > calls.index(cross):
+    if next(i for i, c in enumerate(calls) if c is own) > next(i for i, c in enumerate(calls) if c is cross):
         return Verdict(False, "runs cross-attention before masked self-attention; the order is self-attention, "
                               "cross-attention, feed-forward")
     problems = _sub_part_verdicts(calls, D_MODEL, D_FF)
@@ -831,6 +872,161 @@ def compare_decoder_layer(factory, norm_first: bool = False) -> Verdict:
                                 norm_first, variant)
 
     return _glue_verdict(out, reference, DECODER_GLUE_HINTS, norm_first, "DecoderLayer")
+
+
+
+# ----------------------------------------------------------------------------- what trains, and where it starts
+
+def _fresh(name: str, factory, norm_first: bool) -> nn.Module:
+    """The part built as the model builds it (fixed seed), before any comparison changes its values."""
+    torch.manual_seed(0)
+    if name in ("encoder_layer", "decoder_layer"):
+        return factory(D_MODEL, N_HEADS, D_FF, norm_first=norm_first).eval()
+    if name == "token_embedding":
+        return factory(VOCAB, D_MODEL, 0).eval()
+    if name == "multi_head_attention":
+        return factory(D_MODEL, N_HEADS).eval()
+    if name == "layer_norm":
+        return factory(D_MODEL).eval()
+    return factory(D_MODEL, D_FF).eval()  # feed_forward
+
+
+def _forward_inputs(name: str) -> tuple:
+    """Inputs for one forward pass of a module part (the same as its comparison's)."""
+    x, memory, enc_mask, tgt_mask, src_mask = _layer_inputs()
+    if name == "token_embedding":
+        ids = torch.randint(1, VOCAB, (2, 9), generator=_generator(0))
+        ids[1, 6:] = 0
+        return (ids,)
+    if name == "multi_head_attention":
+        query, key, value, mask = _mha_inputs()
+        return (query, key, value, mask)
+    if name == "encoder_layer":
+        return (x, enc_mask)
+    if name == "decoder_layer":
+        return (x, memory, tgt_mask, src_mask)
+    return (x,)  # layer_norm, feed_forward
+
+
+def _repeated_calls(module: nn.Module, calls: list[Call]) -> str:
+    """``"; norms.0 is called twice (each sub-block needs its own)"`` for a sub-module used more than once."""
+    names = {id(m): n for n, m in module.named_modules()}
+    counts: dict[int, int] = {}
+    for call in calls:
+        counts[id(call.module)] = counts.get(id(call.module), 0) + 1
+    repeated = [f"{names.get(i, '?')} is called {c} times" for i, c in counts.items() if c > 1]
+    if not repeated:
+        return ""
+    return f"; {', '.join(repeated)}: each sub-block needs its own sub-module"
+
+
+def unused_parameters(name: str, factory, norm_first: bool = False) -> str | None:
+    """A parameter of a module part that one forward and backward pass never reaches, or that is frozen.
+
+    Such a parameter never trains. It hides from every comparison with copied weights: a layer that calls
+    one LayerNorm twice and never calls its other computes the course's numbers when both hold the same
+    values, but after the first update they differ. Returns the evidence, or None when every parameter
+    gets a gradient (a zero one counts: the key bias of attention gets exactly zero, and that is right).
+    """
+    if name not in ("token_embedding", "multi_head_attention", "layer_norm", "feed_forward", "encoder_layer",
+                    "decoder_layer"):
+        return None
+    module = on_cpu(_fresh(name, factory, norm_first))
+    params = list(module.named_parameters())
+    if not params:
+        return None
+    frozen = [n for n, p in params if not p.requires_grad]
+    if frozen:
+        return (f"parameter{'s' if len(frozen) > 1 else ''} {', '.join(frozen)} {'are' if len(frozen) > 1 else 'is'} "
+                "frozen (requires_grad=False): it never trains; leave requires_grad at its default, True")
+    inputs = _forward_inputs(name)
+    for _, p in params:
+        p.grad = None
+    with torch.enable_grad():
+        out = first_output(module(*inputs))
+        if not isinstance(out, torch.Tensor) or not out.requires_grad:
+            unused = [n for n, _ in params]
+        else:
+            weights = torch.randn(out.shape, generator=_generator(20))  # a random direction: no sum cancels
+            (out.float() * weights).sum().backward()
+            unused = [n for n, p in params if p.grad is None]
+    for _, p in params:
+        p.grad = None
+    if not unused:
+        return None
+    calls = record_calls(module, inputs) if name in ("encoder_layer", "decoder_layer") else []
+    listed = ", ".join(unused[:6]) + (f" and {len(unused) - 6} more" if len(unused) > 6 else "")
+    return (f"parameter{'s' if len(unused) > 1 else ''} {listed} never get{'' if len(unused) > 1 else 's'} a gradient: "
+            f"the forward pass does not use {'them' if len(unused) > 1 else 'it'}, so {'they' if len(unused) > 1 else 'it'} "
+            f"never train{'' if len(unused) > 1 else 's'}{_repeated_calls(module, calls)}")
+
+
+def _describe_values(values: torch.Tensor) -> str:
+    values = values.detach().float().flatten()
+    if bool((values == values[0]).all()):
+        return f"all {float(values[0]):.3g}"
+    return f"values from {float(values.min()):.3g} to {float(values.max()):.3g} (mean {float(values.mean()):.3g})"
+
+
+def _norm_start(norm: nn.Module, label: str, d_model: int = D_MODEL) -> str | None:
+    """A LayerNorm must start as plain normalisation: gamma all 1, beta all 0 (nn.LayerNorm's start)."""
+    try:
+        verdict = compare_layer_norm_module(copy.deepcopy(norm), d_model)
+    except NotComparable:
+        return None
+    if not verdict.ok or not verdict.roles:
+        return None  # the numbers differ: the comparison reports that
+    start = dict(norm.named_parameters())
+    problems = []
+    for role, wanted in (("gamma", 1.0), ("beta", 0.0)):
+        param = start.get(verdict.roles.get(role, ""))
+        if param is not None and not torch.allclose(param.detach().float(), torch.full_like(param.float(), wanted)):
+            problems.append(f"{role} ({verdict.roles[role]}) starts at {_describe_values(param)}, not all {wanted:g}")
+    if not problems:
+        return None
+    return (f"{label} does not start as plain normalisation: {'; '.join(problems)} (start with "
+            "torch.ones(d_model) for gamma and torch.zeros(d_model) for beta, as nn.LayerNorm does)")
+
+
+def _bias_start(module: nn.Module, label: str, d_model: int = D_MODEL) -> str | None:
+    """The biases of attention and feed-forward projections start at zero or within nn.Linear's +-1/sqrt(fan_in)."""
+    bound = 1.0 / math.sqrt(d_model)  # the widest of nn.Linear's bounds here (fan_in is d_model or d_ff >= d_model)
+    for pname, param in module.named_parameters():
+        if param.dim() == 1 and float(param.detach().abs().max()) > bound + 1e-6:
+            return (f"{label}'s bias {pname} starts at {_describe_values(param)}; a projection's bias starts at 0 or "
+                    f"within nn.Linear's +-1/sqrt(fan_in) (here +-{bound:.2f}): leave nn.Linear's own start or use "
+                    "torch.zeros")
+    return None
+
+
+def starting_values(name: str, factory, norm_first: bool = False) -> str | None:
+    """Where the part's parameters start, against its contract (see :mod:`course_lib.student.contracts`).
+
+    The model redraws every matrix (Xavier, :func:`course_lib.model.init_weights`) except the embedding
+    tables; vectors (LayerNorm's gamma and beta, the biases) and the embedding table keep the start the
+    student's code gives them, so those are what is checked here. Returns the evidence, or None.
+    """
+    if name not in ("multi_head_attention", "layer_norm", "feed_forward", "encoder_layer", "decoder_layer"):
+        return None  # the token embedding's start is judged by compare_token_embedding
+    module = on_cpu(_fresh(name, factory, norm_first))
+    if name == "layer_norm":
+        return _norm_start(module, "your LayerNorm")
+    if name in ("multi_head_attention", "feed_forward"):
+        return _bias_start(module, "your " + ("multi-head attention" if name == "multi_head_attention" else
+                                               "feed-forward block"))
+    calls = record_calls(module, _forward_inputs(name))
+    names = {id(m): n for n, m in module.named_modules()}
+    seen = set()
+    for call in calls:
+        if id(call.module) in seen:
+            continue
+        seen.add(id(call.module))
+        label = f"its {'LayerNorm' if call.kind == 'norm' else call.kind.replace('_', '-')} {names.get(id(call.module))}"
+        problem = (_norm_start(call.module, label) if call.kind == "norm" else
+                   _bias_start(call.module, label) if not isinstance(call.module, nn.MultiheadAttention) else None)
+        if problem:
+            return problem
+    return None
 
 
 COMPARE: dict[str, Callable] = {
@@ -851,9 +1047,24 @@ COMPARE: dict[str, Callable] = {
 def compare_part(name: str, part, norm_first: bool = False) -> Verdict:
     """Compare one part with its twin (see the module docstring); ``ok`` is None when it cannot be matched."""
     torch.manual_seed(0)
+    unused = unused_parameters(name, part, norm_first)
+    torch.manual_seed(0)
     try:
         if name in ("encoder_layer", "decoder_layer"):
-            return COMPARE[name](part, norm_first=norm_first)
-        return COMPARE[name](part)
+            verdict = COMPARE[name](part, norm_first=norm_first)
+        else:
+            verdict = COMPARE[name](part)
     except NotComparable as reason:
-        return Verdict(None, f"not comparable number for number ({reason})")
+        verdict = Verdict(None, f"not comparable number for number ({reason})")
+    except Exception:
+        if not unused:
+            raise
+        verdict = Verdict(None, "")
+    if unused:  # with a sub-module called twice, the numbers can still agree: the unused one is the evidence
+        known = verdict.ok is False and not verdict.evidence.startswith(("differs from", "calls its LayerNorm"))
+        return Verdict(False, f"{verdict.evidence}; {unused}" if known else unused)
+    if verdict.ok:  # right numbers with copied weights; does it also start where the contract says?
+        start = starting_values(name, part, norm_first)
+        if start:
+            return Verdict(False, start)
+    return verdict

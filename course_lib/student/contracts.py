@@ -30,6 +30,12 @@ decoder_layer        09       ``DecoderLayer(d_model, n_heads, d_ff, norm_first=
                               ``(x, memory, tgt_mask, src_mask)`` -> same shape as x
 ==================== ======== ==================================================================
 
+Where a part starts is part of its contract, because the model keeps it: the embedding table N(0, 1/d_model)
+with a zero ``<pad>`` row, LayerNorm's gamma all 1 and beta all 0, a projection's bias 0 or within nn.Linear's
++-1/sqrt(fan_in) (the model redraws the matrices itself). Every parameter must train (get a gradient in
+the forward pass), and the layers keep their contract for both values of ``norm_first``. ``find_my_bug``
+checks these (:mod:`course_lib.student.compare`).
+
 The student's parts carry no dropout: the course trains without it (see notebook 10).
 """
 

@@ -12,8 +12,11 @@ corrupt and missing files, vocabulary/config mismatch, resume).
 
 from __future__ import annotations
 
+import hashlib
+import inspect
 import os
 import tempfile
+from collections.abc import Mapping
 from dataclasses import fields
 from pathlib import Path
 
@@ -177,6 +180,52 @@ def load_model_state(model: nn.Module, state: dict, where: str = "checkpoint") -
     model.load_state_dict(state)
 
 
+# ----- the files a model's supplied parts come from (a --my-parts checkpoint stores them) -----
+
+def _defining_file(obj) -> str | None:
+    """The file a function or class was imported from (through its globals, so a later import elsewhere does not
+    change the answer)."""
+    scope = getattr(obj, "__globals__", None)
+    if scope is None and isinstance(obj, type):
+        scope = next((v.__globals__ for v in vars(obj).values() if inspect.isfunction(v)), None)
+    return scope.get("__file__") if scope else None
+
+
+def part_sources(parts: Mapping[str, object]) -> dict[str, str]:
+    """``{"my_transformer/attention.py": its text, ...}``: the files the supplied parts come from.
+
+    What a ``--my-parts`` checkpoint stores (with :func:`fingerprints` of it), so that the model reloaded later is
+    the model that was trained. A part with no file of its own (defined in a notebook cell, in course_lib's
+    tests) is left out.
+    """
+    sources = {}
+    for obj in parts.values():
+        file = _defining_file(obj)
+        if file and Path(file).is_file():
+            path = Path(file)
+            sources.setdefault(f"{path.parent.name}/{path.name}", path.read_text(encoding="utf-8"))
+    return dict(sorted(sources.items()))
+
+
+def fingerprints(sources: Mapping[str, str]) -> dict[str, str]:
+    """``{file: sha256 of its text}``."""
+    return {file: hashlib.sha256(text.encode("utf-8")).hexdigest() for file, text in sources.items()}
+
+
+def changed_parts(recorded: Mapping[str, str], parts: Mapping[str, object]) -> str | None:
+    """How the parts' files differ from the ``recorded`` fingerprints, in a few words; None if they are the same."""
+    current = fingerprints(part_sources(parts))
+    for file, digest in recorded.items():
+        if file not in current:
+            return f"{file} was part of the model that was trained and is missing now"
+        if current[file] != digest:
+            return f"{file} changed after the model was trained"
+    extra = sorted(set(current) - set(recorded))
+    if extra:
+        return f"{extra[0]} was saved after the model was trained (the trained model used course_lib's part there)"
+    return None
+
+
 def load_checkpoint(path: str | os.PathLike, device: str | torch.device | None = None, parts: dict | None = None):
     """Rebuild the model and vocabularies saved by :func:`save_checkpoint`.
 
@@ -184,7 +233,8 @@ def load_checkpoint(path: str | os.PathLike, device: str | torch.device | None =
         path: the checkpoint file.
         device: where to put the model (default CPU).
         parts: the parts a model built with ``Transformer(config, parts)`` was trained with (a student's, from
-            ``course_lib.student.package.load_my_parts``); a checkpoint of such a model records where they were.
+            ``course_lib.student.package.load_my_parts``); a checkpoint of such a model records where they were and
+            a fingerprint of each file, and a part changed, missing or added since training is refused.
 
     Returns:
         ``(model, src_vocab, tgt_vocab, checkpoint_dict)``; the model is in eval mode and the dict
@@ -199,6 +249,13 @@ def load_checkpoint(path: str | os.PathLike, device: str | torch.device | None =
     if trained_with and not parts:
         raise CheckpointError(f"{path} was trained with the parts saved in {trained_with}/my_transformer/: load it "
                               f"with them (translate: --my-parts {trained_with}; Python: parts=load_my_parts(...))")
+    recorded = (data.get("train_config") or {}).get("my_parts_sha256")
+    if trained_with and recorded is not None:  # the parts must be the files the model was trained with
+        changed = changed_parts(recorded, parts)
+        if changed:
+            raise CheckpointError(f"{path}: {changed}, so these parts would build another model; restore it (the "
+                                  "checkpoint holds the trained source in train_config['my_parts_source']) or train "
+                                  "again")
     model = Transformer(config_from_dict(data["model_config"], str(path)), parts or None).to(device)
     load_model_state(model, data["model_state"], str(path))
     src_vocab = Vocab.from_dict({"itos": data["src_itos"]})

@@ -334,10 +334,16 @@ def model_config(spec: RunSpec, src_vocab, tgt_vocab) -> TransformerConfig:
     return spec.model_config(len(src_vocab), len(tgt_vocab))
 
 
-def build_model(spec: RunSpec, config: TransformerConfig, log) -> Transformer:
-    """The course model, or with ``--my-parts`` the same model built from the student's saved parts."""
+def build_model(spec: RunSpec, config: TransformerConfig, log) -> tuple[Transformer, dict[str, str]]:
+    """The course model, or with ``--my-parts`` the same model built from the student's saved parts.
+
+    Returns:
+        ``(model, sources)``: ``sources`` is ``{"my_transformer/<module>.py": text}`` of the parts the model was
+        built from (empty without ``--my-parts``); the checkpoint stores it and its fingerprints.
+    """
     if not spec.my_parts:
-        return Transformer(config)
+        return Transformer(config), {}
+    from .checkpoint import part_sources
     from .student.assembly import build_transformer
     from .student.contracts import PartContractError
     from .student.ownership import ownership_table
@@ -348,11 +354,12 @@ def build_model(spec: RunSpec, config: TransformerConfig, log) -> Transformer:
                          f"your parts in notebooks/my_transformer/)")
     try:
         parts = load_my_parts(spec.my_parts)
+        sources = part_sources(parts)  # read now: a file edited while the model trains is not the one trained
         model = build_transformer(config, parts)
     except PartContractError as exc:
         raise UsageError(f"--my-parts {spec.my_parts}: {exc}") from None
     log(f"your parts ({len(parts)} of 10 saved):\n{ownership_table(parts)}")
-    return model
+    return model, sources
 
 
 def train_config(spec: RunSpec) -> TrainConfig:
@@ -435,7 +442,7 @@ def run(spec: RunSpec) -> int:
         log(f"recipe (d_model {spec.d_model}, {config.n_encoder_layers}+{config.n_decoder_layers} layers; "
             f"'flag' = given on the command line):\n{prepared.recipe.describe()}")
         seed_everything(spec.seed)
-        model = build_model(spec, config, log)
+        model, part_files = build_model(spec, config, log)
         log(f"model: {model.num_parameters():,} parameters, {config}")
         settings = spec.train_config()
         batches = (f"; batches of {spec.batch_tokens} target tokens (batch_size unused)" if spec.batch_tokens
@@ -459,7 +466,7 @@ def run(spec: RunSpec) -> int:
             metrics.update(train_seconds=history[-1]["seconds"] if history else 0.0,
                            steps=history[-1]["step"] if history else 0, keep=spec.keep,
                            kept_epoch=kept_epoch(history, spec.keep))
-            final_save(prepared, model, settings, metrics)
+            final_save(prepared, model, settings, metrics, part_files)
             log(f"checkpoint written: {spec.output}")
     finally:
         distributed.cleanup_distributed()
@@ -472,8 +479,12 @@ def kept_epoch(history: list[dict], keep: str) -> int | None:
     return chosen["epoch"] if chosen else (history[-1]["epoch"] if history else None)
 
 
-def final_save(prepared: PreparedData, model, settings: TrainConfig, metrics: dict) -> None:
-    """Re-write the checkpoint with the test metrics (and without optimizer state if ``--weights-only``)."""
+def final_save(prepared: PreparedData, model, settings: TrainConfig, metrics: dict,
+               part_files: dict[str, str] | None = None) -> None:
+    """Re-write the checkpoint with the test metrics (and without optimizer state if ``--weights-only``).
+
+    ``part_files`` (``--my-parts``): the parts' source, stored with a fingerprint of each file, so that loading
+    refuses parts edited since (:func:`course_lib.checkpoint.load_checkpoint`)."""
     spec = prepared.spec
     state = None
     if not spec.weights_only and Path(spec.output).is_file():
@@ -481,7 +492,10 @@ def final_save(prepared: PreparedData, model, settings: TrainConfig, metrics: di
     data_config = {"src_lang": spec.src_lang, "tgt_lang": spec.tgt_lang,
                    "batching": "tokens" if spec.batch_tokens else "sentences"}
     if spec.my_parts:  # loading it needs the same parts: translate --my-parts DIR
-        data_config["my_parts"] = str(spec.my_parts)
+        from .checkpoint import fingerprints
+
+        data_config.update(my_parts=str(spec.my_parts), my_parts_source=dict(part_files or {}),
+                           my_parts_sha256=fingerprints(part_files or {}))
     if prepared.subwords is not None:
         data_config.update(src_subword_merges=[list(m) for m in prepared.subwords[0].merges],
                            tgt_subword_merges=[list(m) for m in prepared.subwords[1].merges])

@@ -187,3 +187,26 @@ def test_resuming_from_weights_only_is_refused(tmp_path):
     path = save_checkpoint(tmp_path / "weights.pt", small_model(), *vocabs())
     with pytest.raises(ValueError, match="no training state"):
         train(small_model(), batches(1, 0), None, settings(), resume_from=str(path))
+
+
+def test_the_fingerprints_of_supplied_parts_name_the_file_that_changed(tmp_path):
+    """A --my-parts checkpoint stores each part file's sha256 (issue 34): changed, missing or added files are named."""
+    import shutil
+    from pathlib import Path
+
+    from course_lib.checkpoint import changed_parts, fingerprints, part_sources
+    from course_lib.student.package import load_my_parts
+
+    shutil.copytree(Path(__file__).resolve().parents[1] / "notebooks" / "my_transformer", tmp_path / "my_transformer",
+                    ignore=shutil.ignore_patterns("__pycache__"))
+    parts = load_my_parts(tmp_path)
+    sources = part_sources(parts)
+    assert "my_transformer/masks.py" in sources and len(sources) == 9  # the two masks share one file
+    recorded = fingerprints(sources)
+    assert changed_parts(recorded, parts) is None
+    fewer = {k: v for k, v in recorded.items() if k != "my_transformer/layer_norm.py"}
+    assert changed_parts(fewer, parts) == ("my_transformer/layer_norm.py was saved after the model was trained "
+                                           "(the trained model used course_lib's part there)")
+    path = tmp_path / "my_transformer" / "masks.py"
+    path.write_text(path.read_text(encoding="utf-8") + "\n# edited\n", encoding="utf-8")
+    assert changed_parts(recorded, load_my_parts(tmp_path)) == "my_transformer/masks.py changed after the model was trained"

@@ -272,6 +272,29 @@ def test_my_parts_train_on_the_command_line_and_translate(tmp_path, capsys):
     assert "--my-parts" in one_line_error(capsys.readouterr().err)
     assert translate_cli.main([str(out), "--my-parts", notebooks, "Der Hund sieht die Katze."]) == 0
     assert len(capsys.readouterr().out.strip().splitlines()) == 1
+    # the checkpoint holds the parts' source and a fingerprint of each file (issue 34): the same files elsewhere
+    # load; a part edited, removed or added since training is a one-line refusal naming the file
+    import shutil
+
+    saved = torch.load(out, weights_only=True)["train_config"]
+    assert saved["my_parts_source"]["my_transformer/attention.py"] == (Path(notebooks) / "my_transformer" /
+                                                                      "attention.py").read_text(encoding="utf-8")
+    assert set(saved["my_parts_sha256"]) == set(saved["my_parts_source"]) >= {"my_transformer/decoder_layer.py"}
+    copy = tmp_path / "copy"
+    shutil.copytree(Path(notebooks) / "my_transformer", copy / "my_transformer",
+                    ignore=shutil.ignore_patterns("__pycache__"))
+    assert translate_cli.main([str(out), "--my-parts", str(copy), "Der Hund sieht die Katze."]) == 0
+    capsys.readouterr()
+    edited = copy / "my_transformer" / "feed_forward.py"
+    edited.write_text(edited.read_text(encoding="utf-8").replace("relu", "gelu"), encoding="utf-8")
+    assert translate_cli.main([str(out), "--my-parts", str(copy), "Der Hund sieht die Katze."]) == 2
+    error = one_line_error(capsys.readouterr().err)
+    assert "my_transformer/feed_forward.py changed after the model was trained" in error, error
+    edited.write_text(edited.read_text(encoding="utf-8").replace("gelu", "relu"), encoding="utf-8")
+    (copy / "my_transformer" / "positional_encoding.py").unlink()
+    assert translate_cli.main([str(out), "--my-parts", str(copy), "Der Hund sieht die Katze."]) == 2
+    assert "my_transformer/positional_encoding.py was part of the model that was trained and is missing now" in \
+        one_line_error(capsys.readouterr().err)
 
 
 # ----- which epoch's weights the command keeps (issue 37) -----

@@ -12,9 +12,12 @@ stored in its checkpoint::
         --d-model 256 --n-heads 8 --d-ff 512 --layers 3 --dropout 0.1 --min-freq 2 --threads 2 \\
         --epochs 15 --time-budget 0 --subword-merges 4000 --beam 4
 
-Results: ``benchmarks/results/cli_check/RUN-seedN.json``; ``benchmarks/report.py`` compares it with the
-benchmark's run of the same name and seed (``benchmarks/results/real_data/RUN/course-seedN.json``).
-``--record-only`` writes the results file from a finished run's log and checkpoint without training again.
+Results: ``benchmarks/results/cli_check/RUN-seedN.json`` (``RUN-seedN-keep-K.json`` for ``--keep K`` other than
+the default); ``python -m benchmarks.report`` compares it with the benchmark's run of the same name and seed
+(``benchmarks/results/real_data/RUN/course-seedN.json``). ``--record-only`` writes the results file from a finished
+run's log and checkpoint without training again; ``--resumed-after N`` records that the run was interrupted and
+continued from its own checkpoint of epoch N (``--resume``, which repeats the same steps: the log then holds the
+first part's lines followed by the second's).
 """
 
 from __future__ import annotations
@@ -50,6 +53,8 @@ def parse_args(argv):
     parser.add_argument("--results-dir", default=str(RESULTS))
     parser.add_argument("--load-every", type=float, default=30.0, help="seconds between load samples")
     parser.add_argument("--record-only", action="store_true", help="write the results file from --log and --output")
+    parser.add_argument("--resumed-after", type=int, metavar="EPOCH",
+                        help="with --record-only: the run was continued with --resume from its checkpoint of EPOCH")
     parser.add_argument("flags", nargs=argparse.REMAINDER, help="-- then the command's flags, as the README gives them")
     args = parser.parse_args(argv)
     args.flags = args.flags[1:] if args.flags[:1] == ["--"] else args.flags
@@ -112,6 +117,8 @@ def record(args, argv: list[str], status: int, loads: list[float], wall: float, 
               "wall_seconds": round(wall, 1), "load_average": {"samples": len(loads), "max": max(loads, default=None),
                                                                 "mean": round(sum(loads) / len(loads), 2) if loads else None},
               **printed, "complete": False}
+    if args.resumed_after:
+        result["resumed_after_epoch"] = args.resumed_after
     if status == 0 and Path(args.output).is_file():
         metrics = read_checkpoint(args.output).get("metrics", {})
         result["test"] = {key: metrics[key] for key in sorted(metrics) if key.startswith("test_") or key == "bleu_signature"}
@@ -131,7 +138,8 @@ def main(argv=None) -> Path:
         print(" ".join(argv_run), flush=True)
         status, loads, wall = run(argv_run, Path(args.log), args.load_every)
     result = record(args, argv_run, status, loads, wall, started, commit)
-    path = Path(args.results_dir) / f"{args.run}-seed{result['seed']}.json"
+    keep = result.get("keep", "bleu")
+    path = Path(args.results_dir) / f"{args.run}-seed{result['seed']}{'' if keep == 'bleu' else f'-keep-{keep}'}.json"
     write_atomic(path, result)
     print(f"exit status {status}; results {path}", flush=True)
     return path

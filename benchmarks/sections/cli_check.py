@@ -68,12 +68,15 @@ def checkpoint_sentence(pipelines: dict[str, list[dict]], checks: list[dict] | N
         load = check["load_average"]
         decoding = f"with beam {beam}" if beam > 1 else "greedy"
         threads = by_seed[check["seed"]]["threads"]
+        resumed = check.get("resumed_after_epoch")
         text += (" Checked by running the command as the README gives it"
                  + (f" but with `--threads {check['threads']}` for {threads}" if check["threads"] != threads else "")
                  + f" (`benchmarks/cli_check.py`, seed "
                  f"{check['seed']}, {check['started'][:10]}: {check['train_seconds'] / 60:.1f} minutes of training on "
                  f"{check['threads']} thread{'s' if check['threads'] != 1 else ''}" + (f", 1-minute load {load['mean']:.1f} on average, up to {load['max']:.1f}"
                                                   if load.get("samples") else "")
+                 + (f"; interrupted after epoch {resumed} and continued from its own checkpoint of that epoch with "
+                    "`--resume`, which repeats the same steps" if resumed else "")
                  + f"): it kept epoch {check['kept_epoch']} of {len(check['epochs'])} by `--keep {check['keep']}`"
                  + (f" (the lowest validation loss was epoch {by_loss['epoch']}'s)" if by_loss["epoch"] != check["kept_epoch"]
                     else "")

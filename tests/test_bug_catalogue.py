@@ -390,6 +390,8 @@ BUGS = [
     # learners' bugs from public Transformer repositories' issue threads
     ("multi_head_attention", ViewOnlyMHA, "masked"),
     ("padding_mask", lambda ids, pad_id=0: (ids != pad_id)[:, None, :, None], "<pad>"),
+    # notebook 06's promise: a query that may see no key (left padding under a causal mask) gets no NaN
+    ("attention", lambda q, k, v, mask=None: attend(q, k, v, mask, fill=float("-inf")), "fully masked row"),
     # starting values: the right numbers with copied weights, but the model starts somewhere else
     ("layer_norm", factory(StartNorm, gamma="zeros"), "gamma (gamma) starts at all 0"),
     ("layer_norm", factory(StartNorm, gamma="randn"), "gamma (gamma) starts at values from"),

@@ -91,7 +91,7 @@ def _likely_cause(name: str, part, norm_first: bool) -> str:
 
 
 @keeps_random_state
-def compare_with_course(name: str, part, norm_first: bool | None = None) -> Finding:
+def compare_with_course(name: str, part, norm_first: bool | None = None, fully_masked_rows: bool = True) -> Finding:
     """Stage 1 for one part: its contract, then its numbers against course_lib's (:mod:`course_lib.student.compare`).
 
     Args:
@@ -99,13 +99,15 @@ def compare_with_course(name: str, part, norm_first: bool | None = None) -> Find
         part: the student's function or class.
         norm_first: for the layers, the norm placement to check; None (the default) checks both, post-norm
             first (notebooks 08-11 train post-norm, notebook 12 pre-norm).
+        fully_masked_rows: for the attention, hold it to notebook 06's promise too (no NaN for a query that may
+            see no key); notebook 04 checks its first version without it.
 
     Returns:
         A :class:`Finding` (``ok`` False with the evidence if the part is wrong).
     """
     layer = name in ("encoder_layer", "decoder_layer")
     placements = ((False, True) if norm_first is None else (norm_first,)) if layer else (False,)
-    findings = [_compare_once(name, part, placement) for placement in placements]
+    findings = [_compare_once(name, part, placement, fully_masked_rows) for placement in placements]
     for placement, finding in zip(placements, findings, strict=True):
         if not finding.ok:
             if layer and placement and len(placements) > 1:  # post-norm passed: say which path is wrong
@@ -117,9 +119,9 @@ def compare_with_course(name: str, part, norm_first: bool | None = None) -> Find
     return next((f for f in findings if not f.decided), findings[0])
 
 
-def _compare_once(name: str, part, norm_first: bool) -> Finding:
+def _compare_once(name: str, part, norm_first: bool, fully_masked_rows: bool = True) -> Finding:
     try:
-        check_part(name, part, norm_first)
+        check_part(name, part, norm_first, fully_masked_rows)
     except PartContractError as error:
         return Finding(name, False, 1, f"breaks its contract: {error.promise}{_likely_cause(name, part, norm_first)}")
     try:

@@ -15,9 +15,10 @@ part                 notebook contract
 token_embedding      02       ``TokenEmbedding(vocab_size, d_model, pad_id=0)``; ``(batch, seq)`` ids
                               -> ``(batch, seq, d_model)`` floats, scaled by sqrt(d_model)
 positional_encoding  03       ``sinusoidal_table(max_len, d_model)`` -> ``(max_len, d_model)`` floats
-attention            04       ``attention(q, k, v, mask=None)`` -> ``(output, weights)``;
+attention            04, 06   ``attention(q, k, v, mask=None)`` -> ``(output, weights)``;
                               ``(..., q_len, d_k)``, ``(..., k_len, d_k)``, ``(..., k_len, d_v)`` ->
-                              ``(..., q_len, d_v)``, ``(..., q_len, k_len)``
+                              ``(..., q_len, d_v)``, ``(..., q_len, k_len)``; from notebook 06 on, a fully
+                              masked row (a query that may see no key) gives no NaN
 multi_head_attention 05       ``MultiHeadAttention(d_model, n_heads)``; ``(query, key, value, mask=None)``
                               ``(batch, q_len, d_model)``... -> ``(batch, q_len, d_model)``
 padding_mask         06       ``padding_mask(ids, pad_id=0)`` -> bool ``(batch, 1, 1, k_len)``
@@ -169,8 +170,9 @@ def check_positional_encoding(fn) -> None:
     _expect_tensor("positional_encoding", table, (_MAX_LEN, _D_MODEL), "table")
 
 
-def check_attention(fn) -> None:
-    """``attention(q, k, v, mask)`` -> (output, weights); masked keys get no weight, rows sum to 1."""
+def check_attention(fn, fully_masked_rows: bool = True) -> None:
+    """``attention(q, k, v, mask)`` -> (output, weights); masked keys get no weight, rows sum to 1, and (from
+    notebook 06 on, ``fully_masked_rows``) a query with no key it may see gets no NaN."""
     generator = torch.Generator().manual_seed(1)
     q = torch.randn(2, 3, 4, 8, generator=generator)  # (batch, heads, q_len, d_k)
     k = torch.randn(2, 3, 6, 8, generator=generator)  # (batch, heads, k_len, d_k)
@@ -196,6 +198,27 @@ def check_attention(fn) -> None:
     out, weights = _call("attention", fn, q, q, q, causal)
     if weights.triu(1).abs().max() > 1e-6:
         raise PartContractError("attention", "leaks the future: with a causal mask, a query attends to later keys")
+    if fully_masked_rows:
+        check_fully_masked_row(fn)
+
+
+FULLY_MASKED_HINT = ("returns NaN for a query whose every key is masked (a fully masked row: with -inf, softmax "
+                     "computes -inf - (-inf)); fill blocked scores with torch.finfo(scores.dtype).min and give such "
+                     "rows zero weights, as notebook 06 shows")
+
+
+def check_fully_masked_row(fn) -> None:
+    """A query that may see no key (left padding under a causal mask) gets finite output and weights, no NaN.
+
+    The promise notebook 06 adds to notebook 04's attention (one NaN row poisons the model in one step).
+    """
+    generator = torch.Generator().manual_seed(9)
+    q, k, v = (torch.randn(1, 2, 4, 8, generator=generator) for _ in range(3))  # (batch, heads, len, d_k)
+    mask = torch.ones(4, 4, dtype=torch.bool).tril()  # (q_len, k_len)
+    mask[:, :2] = False  # keys 0 and 1 are <pad> on the left: queries 0 and 1 may see no key
+    out, weights = _call("attention", fn, q, k, v, mask)
+    if not (torch.isfinite(out).all() and torch.isfinite(weights).all()):
+        raise PartContractError("attention", FULLY_MASKED_HINT)
 
 
 def check_multi_head_attention(factory) -> None:
@@ -342,13 +365,15 @@ _CHECKS = {
 
 
 @keeps_random_state
-def check_part(name: str, part, norm_first: bool = False) -> None:
+def check_part(name: str, part, norm_first: bool = False, fully_masked_rows: bool = True) -> None:
     """Run ``part`` on small probes and raise :class:`PartContractError` if it breaks its contract.
 
     Args:
         name: one of :data:`PART_NAMES`.
         part: the student's function or class.
         norm_first: for the layers, the norm placement the model will use.
+        fully_masked_rows: for the attention, also the promise notebook 06 adds (no NaN for a query that
+            may see no key); False when notebook 04 first saves it.
     """
     if name not in _CHECKS:
         raise ValueError(f"name must be one of {PART_NAMES}, got {name!r}")
@@ -357,6 +382,8 @@ def check_part(name: str, part, norm_first: bool = False) -> None:
     torch.manual_seed(0)  # the parts' own random initialisation: the same every time
     if name in ("encoder_layer", "decoder_layer"):
         _CHECKS[name](part, norm_first=norm_first)
+    elif name == "attention":
+        _CHECKS[name](part, fully_masked_rows=fully_masked_rows)
     else:
         _CHECKS[name](part)
 

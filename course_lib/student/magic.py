@@ -25,7 +25,7 @@ from pathlib import Path
 
 from ..utils import keeps_random_state
 from .bug_finder import Finding, compare_with_course
-from .contracts import PARTS, PartContractError, check_part
+from .contracts import PARTS, PartContractError, check_fully_masked_row, check_part
 from .package import MY_PACKAGE, import_saved, load_my_parts, module_names, part_file, save_part
 
 
@@ -56,7 +56,7 @@ def keep_part(module: str, source: str, directory: str | Path = ".", package: st
                 continue
             if not hasattr(loaded, spec.attribute):
                 raise PartContractError(spec.name, f"is missing: the cell defines no {spec.attribute}")
-            check_part(spec.name, getattr(loaded, spec.attribute))
+            check_part(spec.name, getattr(loaded, spec.attribute), fully_masked_rows=False)  # 06 adds that one
             checked.append(f"{spec.attribute} ({spec.name})")
         return checked
     except Exception:
@@ -65,6 +65,18 @@ def keep_part(module: str, source: str, directory: str | Path = ".", package: st
         else:
             path.write_text(previous, encoding="utf-8")
         raise
+
+
+def fully_masked_note(part: str, fn) -> str | None:
+    """For the attention: the promise notebook 06 adds (no NaN on a fully masked row), as a note; else None."""
+    if part != "attention":
+        return None
+    try:
+        check_fully_masked_row(fn)
+    except PartContractError as error:
+        return (f"note: your attention {error.promise.split(';')[0]}. Notebook 06 shows why that matters and has "
+                "you update it; notebook 13 needs the update")
+    return None
 
 
 def skeleton(module: str) -> str:
@@ -183,6 +195,9 @@ def my_part(line: str, cell: str) -> None:
     _remember_refusal(module, None)
     bind_names(module, namespace)
     print(f"saved {MY_PACKAGE}/{module}.py; its contract holds for: {', '.join(checked)}")
+    if module == "attention":
+        note = fully_masked_note("attention", import_saved(module).attention)
+        print(note or "a fully masked row (a query that may see no key) gives no NaN: notebook 06's promise holds")
     print(f"{names} below {'is' if ',' not in names else 'are'} the saved file's "
           f"(elsewhere: from {MY_PACKAGE}.{module} import {', '.join(spec.attribute for spec in PARTS if spec.module == module)})")
 
@@ -207,8 +222,11 @@ def check_saved_part(part: str, directory: str | Path = ".", package: str = MY_P
     if part not in parts:
         print(f"⏳ {part}: not saved yet (run the %%my_part cell above with your code)")
         return None
-    finding = compare_with_course(part, parts[part])
+    finding = compare_with_course(part, parts[part], fully_masked_rows=False)
     print(f"{'✅' if finding.ok else '❌'} {part}: {finding.evidence}")
+    note = fully_masked_note(part, parts[part]) if finding.ok else None
+    if note:
+        print(note)
     return finding
 
 

@@ -39,7 +39,7 @@ PACKAGE_DIR = Path(__file__).resolve().parent.parent  # course_lib/
 # ``python -c "from course_lib.student.ownership import solution_digests; print(solution_digests('notebooks'))"``
 # after changing a %%my_part cell of notebooks 02-09 (tests/test_assembly.py fails until then).
 COURSE_SOLUTIONS = {
-    "attention": "b9b755b1b085b93b04da0a966359eafb398fc630fe3c4e8fc14e386aae42d368",
+    "attention": "6b55175a71908c03e766669028aea422f9a31118d53f1dfaa2ac6df828ad164a",  # notebook 06's update
     "decoder_layer": "44fbabfe9ef33dd8409ef790a4e3ee2ec878ceda3eecd85b3047b90eec9a2e71",
     "embeddings": "49ce426ad021f17eb089fe20e09e6978b9b4ce4716fbb2c7fc937a94869f621a",
     "encoder_layer": "524bd35ee9fde8739a59f06f8c7f042eddcd1e5b278ee47a7b06cdc01bafb903",

@@ -90,6 +90,8 @@ def skeleton(module: str) -> str:
         if spec.module != module:
             continue
         lines.append(f"# contract: {spec.signature}")
+        if spec.name == "attention":
+            lines.append("# from notebook 06 on, also: a query that may see no key (a fully masked row) gets no NaN")
         if spec.attribute[0].isupper():
             lines += [f"class {spec.attribute}(nn.Module):", "    def __init__(self, *args, **kwargs):",
                       "        super().__init__()", "        raise NotImplementedError", ""]

@@ -69,8 +69,10 @@ def checkpoint_sentence(pipelines: dict[str, list[dict]], checks: list[dict] | N
         decoding = f"with beam {beam}" if beam > 1 else "greedy"
         threads = by_seed[check["seed"]]["threads"]
         resumed = check.get("resumed_after_epoch")
+        changed = ([f"`--threads {check['threads']}` for {threads}"] if check["threads"] != threads else []) + (
+            [f"`--keep {check['keep']}`"] if "--keep" in check["flags"] else [])
         text += (" Checked by running the command as the README gives it"
-                 + (f" but with `--threads {check['threads']}` for {threads}" if check["threads"] != threads else "")
+                 + (f" but with {' and '.join(changed)}" if changed else "")
                  + f" (`benchmarks/cli_check.py`, seed "
                  f"{check['seed']}, {check['started'][:10]}: {check['train_seconds'] / 60:.1f} minutes of training on "
                  f"{check['threads']} thread{'s' if check['threads'] != 1 else ''}" + (f", 1-minute load {load['mean']:.1f} on average, up to {load['max']:.1f}"

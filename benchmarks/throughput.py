@@ -45,6 +45,7 @@ import torch
 from torch import nn
 
 from benchmarks import results_io
+from course_lib.compat import to_torch_attn_mask, to_torch_key_padding_mask
 from course_lib.embeddings import sinusoidal_table
 from course_lib.masks import causal_mask
 from course_lib.model import Transformer, TransformerConfig
@@ -60,7 +61,7 @@ warnings.filterwarnings("ignore", message="The PyTorch API of nested tensors is 
 class TorchTranslator(nn.Module):
     """``nn.Transformer`` with the same embeddings, positions and generator as our model.
 
-    Masks are converted to PyTorch's polarity (True = blocked) here.
+    Masks are converted to PyTorch's polarity (True = blocked) here, by ``course_lib.compat``.
     """
 
     def __init__(self, config: TransformerConfig):
@@ -92,14 +93,14 @@ class TorchTranslator(nn.Module):
         scale = math.sqrt(self.d_model)
         x = self.dropout(self.src_embedding(src) * scale + self.pe[: src.size(1)])  # (batch, src_len, d_model)
         y = self.dropout(self.tgt_embedding(tgt) * scale + self.pe[: tgt.size(1)])  # (batch, tgt_len, d_model)
-        src_pad = src == self.pad_id  # torch: True = blocked
+        src_pad = to_torch_key_padding_mask(src, self.pad_id)  # torch: True = blocked
         hidden = self.transformer(
             x,
             y,
             src_key_padding_mask=src_pad,
-            tgt_key_padding_mask=tgt == self.pad_id,
+            tgt_key_padding_mask=to_torch_key_padding_mask(tgt, self.pad_id),
             memory_key_padding_mask=src_pad,
-            tgt_mask=~causal_mask(tgt.size(1), device=tgt.device),
+            tgt_mask=to_torch_attn_mask(causal_mask(tgt.size(1), device=tgt.device)),
         )
         return self.generator(hidden)  # (batch, tgt_len, tgt_vocab_size)
 

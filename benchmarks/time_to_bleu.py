@@ -32,9 +32,11 @@ from torch import nn
 
 from benchmarks import results_io
 from course_lib import data
+from course_lib.compat import to_torch_attn_mask, to_torch_key_padding_mask
 from course_lib.embeddings import SinusoidalPositionalEncoding, TokenEmbedding
 from course_lib.evaluation import evaluate_translation
 from course_lib.loading import make_train_loader
+from course_lib.masks import causal_mask
 from course_lib.model import Transformer, TransformerConfig
 from course_lib.recipe import choose_recipe
 from course_lib.training import Callback, TrainConfig, train_epochs
@@ -43,8 +45,8 @@ from course_lib.utils import configure_threads, seed_everything
 
 class TorchTransformerTranslator(nn.Module):
     """``nn.Transformer`` inside the course's embeddings, positions and generator, with the course interface
-    ``encode(src)``, ``decode(tgt, memory, src)`` and ``forward(src, tgt)`` (masks converted: PyTorch's
-    True means *blocked*)."""
+    ``encode(src)``, ``decode(tgt, memory, src)`` and ``forward(src, tgt)`` (masks converted by
+    ``course_lib.compat``: PyTorch's True means *blocked*)."""
 
     def __init__(self, config: TransformerConfig):
         super().__init__()
@@ -64,15 +66,16 @@ class TorchTransformerTranslator(nn.Module):
     def encode(self, src: torch.Tensor) -> torch.Tensor:
         """src ``(batch, src_len)`` -> memory ``(batch, src_len, d_model)``."""
         x = self.positions(self.src_embedding(src))
-        return self.transformer.encoder(x, src_key_padding_mask=src == self.config.pad_id)
+        return self.transformer.encoder(x, src_key_padding_mask=to_torch_key_padding_mask(src, self.config.pad_id))
 
     def decode(self, tgt: torch.Tensor, memory: torch.Tensor, src: torch.Tensor) -> torch.Tensor:
         """Logits ``(batch, tgt_len, tgt_vocab_size)`` for decoder input ``tgt`` ``(batch, tgt_len)``."""
-        size = tgt.size(1)
-        blocked_future = torch.ones(size, size, dtype=torch.bool, device=tgt.device).triu(1)  # True = blocked
+        pad_id = self.config.pad_id
+        blocked_future = to_torch_attn_mask(causal_mask(tgt.size(1), device=tgt.device))  # True = blocked
         hidden = self.transformer.decoder(
             self.positions(self.tgt_embedding(tgt)), memory, tgt_mask=blocked_future,
-            tgt_key_padding_mask=tgt == self.config.pad_id, memory_key_padding_mask=src == self.config.pad_id,
+            tgt_key_padding_mask=to_torch_key_padding_mask(tgt, pad_id),
+            memory_key_padding_mask=to_torch_key_padding_mask(src, pad_id),
         )
         return self.generator(hidden)
 

@@ -130,3 +130,41 @@ def check_positions(x: torch.Tensor, max_len: int, d_model: int, start: int = 0)
         if start:
             raise ValueError(f"cannot decode beyond max_len={max_len} positions")
         raise ValueError(f"sequence length {x.size(1)} is longer than max_len={max_len}; raise max_len in the config")
+
+
+def check_mask_to_convert(value: torch.Tensor, name: str, kind: str, n_heads: int | None = None) -> None:
+    """What ``course_lib.compat``'s mask converters take: token ids, or a course mask (True = may attend).
+
+    Args:
+        value: the converter's input.
+        name: the argument name used in the message.
+        kind: ``"ids"`` for integer token ids ``(batch, seq)``; ``"mask"`` for a course bool mask of shape
+            ``(q_len, k_len)``, or ``(batch, 1 or n_heads, q_len, k_len)`` when ``n_heads`` is given.
+        n_heads: the number of heads a 4-D mask is converted for (None: only 2-D masks are accepted).
+    """
+    if not isinstance(value, torch.Tensor):
+        raise TypeError(f"{name} must be a torch.Tensor, got {type(value).__name__}")
+    if kind == "ids":
+        if value.dtype == torch.bool:
+            raise TypeError(f"{name} must be token ids (int64 or int32), got a bool tensor: pass the ids, not a "
+                            "mask (a course padding mask p of shape (batch, 1, 1, k_len) converts as ~p[:, 0, 0])")
+        if value.is_floating_point() or value.is_complex():
+            raise TypeError(f"{name} must be token ids (int64 or int32), got {value.dtype}")
+        if value.dim() != 2:
+            raise ValueError(f"{name} must have shape (batch, seq), got {tuple(value.shape)}")
+        return
+    if value.dtype != torch.bool:
+        raise TypeError(f"{name} must be a course bool mask (True = may attend), got {value.dtype}; a float mask "
+                        "is already additive (PyTorch's form) and needs no conversion")
+    if value.dim() == 2:
+        return
+    if value.dim() != 4:
+        raise ValueError(f"{name} must have shape (q_len, k_len) or (batch, 1, q_len, k_len), got "
+                         f"{tuple(value.shape)}" + (" (a 3-D mask is ambiguous: add the head dimension, "
+                                                     "mask[:, None])" if value.dim() == 3 else ""))
+    if n_heads is None:
+        raise ValueError(f"{name} of shape {tuple(value.shape)} is 4-D: pass n_heads, PyTorch wants one "
+                         "(q_len, k_len) mask per batch entry and head, (batch * n_heads, q_len, k_len)")
+    if value.size(1) not in (1, n_heads):
+        raise ValueError(f"{name} of shape {tuple(value.shape)} must have 1 or n_heads={n_heads} heads "
+                         "(dimension 1)")

@@ -1,9 +1,24 @@
-"""Copy weights from PyTorch's built-in modules into the course's, to prove they compute the same thing.
+"""Talk to PyTorch's built-in attention modules: convert the course's masks, copy weights into the course's.
 
-PyTorch packs the query, key and value projections of ``nn.MultiheadAttention`` into one
+**Masks: the course's one converter.** Two conventions meet here:
+
+* the course (``course_lib.masks``) and ``F.scaled_dot_product_attention``: a bool mask, **True = may attend**;
+* ``nn.MultiheadAttention``, ``nn.Transformer`` and its layers (``key_padding_mask``, ``attn_mask``,
+  ``src_key_padding_mask``, ``tgt_mask``, ``memory_key_padding_mask``, ...): a bool mask means **True =
+  blocked**, and a float mask is **added** to the scores, ``0.0`` = may attend, ``-inf`` = blocked (what
+  ``nn.Transformer.generate_square_subsequent_mask`` returns).
+
+Wherever the course calls one of PyTorch's modules it converts with :func:`to_torch_key_padding_mask`
+(token ids -> ``key_padding_mask``) or :func:`to_torch_attn_mask` (a course mask -> ``attn_mask``; each
+gives the float form with ``as_additive=True``), never with a ``~`` or ``== pad_id`` written on the spot.
+Passing a course mask unconverted raises no error: it blocks exactly the keys that should be read (notebook
+06). Wrong dtypes and shapes are refused with a message naming the argument
+(:func:`course_lib.checks.check_mask_to_convert`). Checked in ``tests/test_mask_conversion.py`` against
+``nn.MultiheadAttention``, ``nn.TransformerDecoderLayer`` and ``generate_square_subsequent_mask``.
+
+**Weights.** PyTorch packs the query, key and value projections of ``nn.MultiheadAttention`` into one
 ``in_proj_weight`` of shape ``(3 * d_model, d_model)``; ours keeps three ``nn.Linear``. Everything else
-maps one to one. PyTorch's masks use the opposite polarity (True = blocked):
-:func:`to_torch_key_padding_mask` and :func:`to_torch_attn_mask` convert ours (True = may attend).
+maps one to one.
 
 ``nn.Transformer`` always puts a final LayerNorm after each stack, also in post-norm mode, so
 :func:`transformer_from_torch` builds our model with ``final_norm=True``.
@@ -16,18 +31,66 @@ import torch.nn.functional as F
 from torch import nn
 
 from .attention import MultiHeadAttention
+from .checks import check_mask_to_convert
 from .layers import DecoderLayer, EncoderLayer, LayerNorm, PositionwiseFeedForward
 from .model import Transformer, TransformerConfig
 
 
-def to_torch_key_padding_mask(ids: torch.Tensor, pad_id: int = 0) -> torch.Tensor:
-    """ids ``(batch, seq)`` -> PyTorch ``key_padding_mask`` ``(batch, seq)``, True = padding (blocked)."""
-    return ids == pad_id
+def _as_torch_form(blocked: torch.Tensor, as_additive: bool, dtype: torch.dtype | None) -> torch.Tensor:
+    """A bool "True = blocked" tensor as it is, or as PyTorch's additive float form (0.0 / -inf)."""
+    if not as_additive:
+        return blocked
+    dtype = dtype or torch.get_default_dtype()
+    if not dtype.is_floating_point:
+        raise TypeError(f"dtype must be a floating-point dtype for an additive mask, got {dtype}")
+    return torch.zeros(blocked.shape, dtype=dtype, device=blocked.device).masked_fill(blocked, float("-inf"))
 
 
-def to_torch_attn_mask(mask: torch.Tensor) -> torch.Tensor:
-    """Our bool mask (True = may attend) -> PyTorch's bool ``attn_mask`` (True = blocked)."""
-    return ~mask
+def to_torch_key_padding_mask(ids: torch.Tensor, pad_id: int = 0, *, as_additive: bool = False,
+                              dtype: torch.dtype | None = None) -> torch.Tensor:
+    """Token ids -> PyTorch's ``key_padding_mask`` (also ``src_``/``tgt_``/``memory_key_padding_mask``).
+
+    The course would write ``padding_mask(ids, pad_id)``, True at real tokens, shape ``(batch, 1, 1, seq)``;
+    PyTorch wants the opposite polarity without the two size-1 dimensions.
+
+    Args:
+        ids: integer token ids ``(batch, seq)``.
+        pad_id: the id of ``<pad>``.
+        as_additive: return PyTorch's float form instead of a bool one.
+        dtype: the float dtype of the additive form (default: torch's default dtype).
+
+    Returns:
+        ``(batch, seq)``: bool, **True at** ``<pad>`` (= blocked); or, with ``as_additive``, float ``-inf`` at
+        ``<pad>`` and ``0.0`` at real tokens.
+    """
+    check_mask_to_convert(ids, "ids", "ids")
+    return _as_torch_form(ids == pad_id, as_additive, dtype)  # (batch, seq), True = <pad> = blocked
+
+
+def to_torch_attn_mask(mask: torch.Tensor, n_heads: int | None = None, *, as_additive: bool = False,
+                       dtype: torch.dtype | None = None) -> torch.Tensor:
+    """A course mask (True = may attend) -> PyTorch's ``attn_mask`` / ``tgt_mask`` (True = blocked).
+
+    Args:
+        mask: bool, True = may attend: ``(q_len, k_len)`` such as ``causal_mask(n)``, or, with ``n_heads``,
+            ``(batch, 1 or n_heads, q_len, k_len)`` such as ``decoder_self_attention_mask(tgt)`` (its batch
+            dimension must be the real batch size, not a broadcast 1).
+        n_heads: the module's number of heads, needed for a 4-D mask: PyTorch takes a per-example mask as
+            ``(batch * n_heads, q_len, k_len)``, the batch varying slowest.
+        as_additive: return PyTorch's float form (``0.0`` = may attend, ``-inf`` = blocked), the form of
+            ``nn.Transformer.generate_square_subsequent_mask``, instead of a bool one.
+        dtype: the float dtype of the additive form (default: torch's default dtype).
+
+    Returns:
+        ``(q_len, k_len)`` for a 2-D mask, ``(batch * n_heads, q_len, k_len)`` for a 4-D one: bool **True =
+        blocked** (``~mask``), or float 0.0 / -inf with ``as_additive``.
+    """
+    check_mask_to_convert(mask, "mask", "mask", n_heads)
+    blocked = ~mask  # (q_len, k_len) or (batch, 1 or n_heads, q_len, k_len), True = blocked
+    if blocked.dim() == 4:
+        batch, _, q_len, k_len = blocked.shape
+        blocked = blocked.expand(batch, n_heads, q_len, k_len).reshape(batch * n_heads, q_len, k_len)
+    return _as_torch_form(blocked, as_additive, dtype)
 
 
 @torch.no_grad()

@@ -168,7 +168,7 @@ def test_mha_cross_attention_different_lengths_equals_torch():
     memory = torch.randn(2, 9, 24)
     ids = _ids_with_padding([9, 5], 9)
     expected, expected_w = ref(
-        query, memory, memory, key_padding_mask=ids == 0, average_attn_weights=False
+        query, memory, memory, key_padding_mask=to_torch_key_padding_mask(ids), average_attn_weights=False
     )  # torch: True = padding (blocked)
     out, weights = ours(query, memory, memory, mask=padding_mask(ids), return_attention=True)  # ours: True = real
     assert out.shape == (2, 4, 24) and weights.shape == (2, 3, 4, 9)

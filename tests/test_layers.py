@@ -20,6 +20,7 @@ from course_lib.compat import (
     encoder_layer_from_torch,
     layer_norm_from_torch,
     to_torch_attn_mask,
+    to_torch_key_padding_mask,
 )
 from course_lib.layers import DecoderLayer, EncoderLayer, LayerNorm, PositionwiseFeedForward
 from course_lib.masks import causal_mask, combine_masks, padding_mask
@@ -155,12 +156,12 @@ def test_encoder_layer_equals_torch(norm_first, use_fused):
     x = torch.randn(3, 7, 16)
     real = src != 0  # (batch, src_len)
     with torch.no_grad():
-        expected = ref(x, src_key_padding_mask=src == 0)  # torch: True = padding
+        expected = ref(x, src_key_padding_mask=to_torch_key_padding_mask(src))  # torch: True = padding
         out = ours(x, padding_mask(src))  # ours: True = real token
     assert out.shape == x.shape
     torch.testing.assert_close(out[real], expected[real], atol=ATOL, rtol=0)
     # with gradients enabled torch takes its regular (non fast) path: same answer
-    expected_slow = ref(x, src_key_padding_mask=src == 0)
+    expected_slow = ref(x, src_key_padding_mask=to_torch_key_padding_mask(src))
     torch.testing.assert_close(ours(x, padding_mask(src))[real], expected_slow[real], atol=ATOL, rtol=0)
 
 
@@ -177,8 +178,8 @@ def test_decoder_layer_equals_torch(norm_first, use_fused):
         x,
         memory,
         tgt_mask=to_torch_attn_mask(causal_mask(6)),
-        tgt_key_padding_mask=tgt == 0,
-        memory_key_padding_mask=src == 0,
+        tgt_key_padding_mask=to_torch_key_padding_mask(tgt),
+        memory_key_padding_mask=to_torch_key_padding_mask(src),
     )
     tgt_mask = combine_masks(padding_mask(tgt), causal_mask(6))  # (batch, 1, tgt_len, tgt_len)
     out = ours(x, memory, tgt_mask=tgt_mask, src_mask=padding_mask(src))

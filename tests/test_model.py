@@ -14,7 +14,7 @@ import pytest
 import torch
 from torch import nn
 
-from course_lib.compat import transformer_from_torch
+from course_lib.compat import to_torch_attn_mask, to_torch_key_padding_mask, transformer_from_torch
 from course_lib.embeddings import sinusoidal_table
 from course_lib.masks import causal_mask
 from course_lib.model import Transformer, TransformerConfig, attention_modules, record_attention
@@ -81,10 +81,10 @@ def test_transformer_equals_torch(norm_first, use_fused):
             ref(
                 src_emb(src) * math.sqrt(d) + pe[: src.size(1)],
                 tgt_emb(tgt) * math.sqrt(d) + pe[: tgt.size(1)],
-                src_key_padding_mask=src == PAD,  # torch: True = blocked
-                tgt_key_padding_mask=tgt == PAD,
-                memory_key_padding_mask=src == PAD,
-                tgt_mask=~causal_mask(tgt.size(1)),
+                src_key_padding_mask=to_torch_key_padding_mask(src, PAD),  # torch: True = blocked
+                tgt_key_padding_mask=to_torch_key_padding_mask(tgt, PAD),
+                memory_key_padding_mask=to_torch_key_padding_mask(src, PAD),
+                tgt_mask=to_torch_attn_mask(causal_mask(tgt.size(1))),
             )
         )
         logits = ours(src, tgt)

@@ -24,14 +24,14 @@ from torch import nn
 
 from .attention import MultiHeadAttention
 from .embeddings import SinusoidalPositionalEncoding, TokenEmbedding, make_positions
-from .layers import DecoderLayer, EncoderLayer, LayerNorm, PositionwiseFeedForward
+from .layers import DecoderLayer, DecoderOnlyLayer, EncoderLayer, LayerNorm, PositionwiseFeedForward
 from .masks import causal_mask, padding_mask
 from .probing import attention_call_inputs, match_mha_projections, mha_weights
 
 # The parts a model can take from someone else, in course order (their contracts: course_lib.student.contracts).
 PART_NAMES: tuple[str, ...] = ("token_embedding", "positional_encoding", "attention", "multi_head_attention",
                                "padding_mask", "causal_mask", "layer_norm", "feed_forward", "encoder_layer",
-                               "decoder_layer")
+                               "decoder_layer", "decoder_only_layer")
 
 
 def recordable(module: nn.Module, n_heads: int) -> nn.Module:
@@ -169,6 +169,14 @@ class ModelParts:
         return DecoderLayer(c.d_model, c.n_heads, c.d_ff, c.dropout, c.norm_first,
                             self_attn=self.attention(positions), cross_attn=self.attention(),
                             feed_forward=self.feed_forward(), norm=self.norm)
+
+    def decoder_only_layer(self, positions: nn.Module | None = None) -> nn.Module:
+        """One block of a decoder-only model (:class:`course_lib.gpt.GPT`): a supplied one, or course_lib's."""
+        c = self.config
+        if "decoder_only_layer" in self.parts:
+            return self.parts["decoder_only_layer"](c.d_model, c.n_heads, c.d_ff, norm_first=c.norm_first)
+        return DecoderOnlyLayer(c.d_model, c.n_heads, c.d_ff, c.dropout, c.norm_first,
+                                self_attn=self.attention(positions), feed_forward=self.feed_forward(), norm=self.norm)
 
     def tied_matrix(self, embedding: nn.Module) -> nn.Parameter:
         """The target embedding's ``(tgt_vocab_size, d_model)`` matrix, for the output layer to share.

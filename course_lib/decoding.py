@@ -150,38 +150,7 @@ class InputCachedDecoder:
 
     def _hooks(self, index: int, layer: nn.Module) -> list:
         """Pre-hooks on ``layer``'s sub-modules that give its self-attention the cached earlier positions."""
-        d_model, memory, stack = self.model.config.d_model, self.memory, []
-
-        def before(module, args, kwargs):
-            outermost = not any(stack)
-            is_self_attention = outermost and _is_self_attention(args, kwargs, d_model, memory)
-            stack.append(is_self_attention or not outermost)
-            if not is_self_attention:
-                return None
-            args, kwargs = list(args), dict(kwargs)
-            key = kwargs["key"] if "key" in kwargs else args[1]
-            value = kwargs["value"] if "value" in kwargs else args[2]
-            if self.history[index] is not None:
-                old_key, old_value = self.history[index]
-                key = torch.cat([old_key, key], dim=1)  # (batch, t, d_model)
-                value = torch.cat([old_value, value], dim=1)  # (batch, t, d_model)
-            self.history[index] = (key, value)
-            for name, position, tensor in (("key", 1, key), ("value", 2, value)):
-                if name in kwargs:
-                    kwargs[name] = tensor
-                else:
-                    args[position] = tensor
-            return tuple(args), kwargs
-
-        def after(module, args, kwargs, output):
-            stack.pop()
-
-        handles = []
-        for sub in layer.modules():
-            if sub is not layer:
-                handles.append(sub.register_forward_pre_hook(before, with_kwargs=True))
-                handles.append(sub.register_forward_hook(after, with_kwargs=True))
-        return handles
+        return cache_self_attention_inputs(layer, self.history, index, self.model.config.d_model, self.memory)
 
     def step(self, tokens: torch.Tensor) -> torch.Tensor:
         """tokens ``(batch, t)``: only the last column is new. Returns next-token logits ``(batch, vocab)``."""
@@ -217,7 +186,57 @@ class InputCachedDecoder:
             self.fallback.reorder(index)
 
 
-def _is_self_attention(args: tuple, kwargs: dict, d_model: int, memory: torch.Tensor) -> bool:
+def cache_self_attention_inputs(layer: nn.Module, history: list, index: int, d_model: int,
+                                memory: torch.Tensor | None = None) -> list:
+    """Hooks that hand ``layer``'s self-attention the inputs of all earlier positions as its keys and values.
+
+    For a layer made of supplied parts (black boxes whose projections cannot be read off by name): the
+    outermost attention-like call inside ``layer`` (query, key and value ``(batch, len, d_model)``, keys not
+    ``memory``) gets ``history[index]`` (the keys and values it was given before) prepended to its key and
+    value, and ``history[index]`` is updated. Remove the returned handles after the layer's call.
+
+    Args:
+        layer: one decoder (or decoder-only) layer.
+        history: one ``(keys, values)`` pair or None per layer, ``(batch, t, d_model)`` each; updated in place.
+        index: this layer's entry in ``history``.
+        d_model: the model width.
+        memory: the encoder output (its attention is cross-attention, left alone); None for a decoder-only model.
+    """
+    stack: list[bool] = []
+
+    def before(module, args, kwargs):
+        outermost = not any(stack)
+        is_self_attention = outermost and _is_self_attention(args, kwargs, d_model, memory)
+        stack.append(is_self_attention or not outermost)
+        if not is_self_attention:
+            return None
+        args, kwargs = list(args), dict(kwargs)
+        key = kwargs["key"] if "key" in kwargs else args[1]
+        value = kwargs["value"] if "value" in kwargs else args[2]
+        if history[index] is not None:
+            old_key, old_value = history[index]
+            key = torch.cat([old_key, key], dim=1)  # (batch, t, d_model)
+            value = torch.cat([old_value, value], dim=1)  # (batch, t, d_model)
+        history[index] = (key, value)
+        for name, position, tensor in (("key", 1, key), ("value", 2, value)):
+            if name in kwargs:
+                kwargs[name] = tensor
+            else:
+                args[position] = tensor
+        return tuple(args), kwargs
+
+    def after(module, args, kwargs, output):
+        stack.pop()
+
+    handles = []
+    for sub in layer.modules():
+        if sub is not layer:
+            handles.append(sub.register_forward_pre_hook(before, with_kwargs=True))
+            handles.append(sub.register_forward_hook(after, with_kwargs=True))
+    return handles
+
+
+def _is_self_attention(args: tuple, kwargs: dict, d_model: int, memory: torch.Tensor | None) -> bool:
     """An attention-like call (query, key and value ``(batch, len, d_model)``) whose keys are not the memory."""
     def get(name, position):
         return kwargs.get(name, args[position] if len(args) > position else None)
@@ -226,6 +245,8 @@ def _is_self_attention(args: tuple, kwargs: dict, d_model: int, memory: torch.Te
     inputs = (query, key, value)
     if not all(isinstance(t, torch.Tensor) and t.dim() == 3 and t.size(-1) == d_model for t in inputs):
         return False
+    if memory is None:
+        return True
     return key is not memory and not (key.shape == memory.shape and key.data_ptr() == memory.data_ptr())
 
 

@@ -1,4 +1,4 @@
-"""LayerNorm, the position-wise feed-forward block, and the encoder and decoder layers.
+"""LayerNorm, the position-wise feed-forward block, and the encoder, decoder and decoder-only layers.
 
 Each layer wraps its sub-blocks (attention, feed-forward) in a residual connection with
 dropout and a LayerNorm, placed either after the residual sum (``norm_first=False``, "post-norm",
@@ -11,7 +11,8 @@ Transformer's ``make_model``: :mod:`course_lib.builders` passes in whoever's par
 only sizes, a layer makes course_lib's own.
 
 Checked against ``nn.LayerNorm``, ``nn.TransformerEncoderLayer`` and ``nn.TransformerDecoderLayer``
-(copied weights, both norm placements) in ``tests/test_layers.py``.
+(copied weights, both norm placements) in ``tests/test_layers.py``; the decoder-only layer (a GPT's block,
+notebook 15) against ``nn.TransformerEncoderLayer`` given a causal mask in ``tests/test_gpt.py``.
 """
 
 from __future__ import annotations
@@ -197,3 +198,53 @@ class DecoderLayer(nn.Module):
         x = residual(x, lambda h: self.cross_attn(h, memory, memory, mask=src_mask, **cross_cache),
                      self.norm2, self.dropout2, self.norm_first)
         return residual(x, self.feed_forward, self.norm3, self.dropout3, self.norm_first)
+
+
+class DecoderOnlyLayer(nn.Module):
+    """A GPT's block: masked self-attention then feed-forward, each inside a residual connection with LayerNorm.
+
+    The translator's :class:`DecoderLayer` without its cross-attention (a language model has no encoder to
+    attend to). What is left computes exactly what an :class:`EncoderLayer` computes; the layer is a *decoder*
+    because the mask it is given is causal, so position t sees positions 0..t only (notebook 15).
+
+    Args:
+        d_model: model width.
+        n_heads: attention heads.
+        d_ff: feed-forward hidden size.
+        dropout: dropout on attention weights, feed-forward hidden units and both residual branches.
+        norm_first: pre-norm if True (GPT-2 and later), post-norm (the 2017 paper) if False.
+        self_attn: the masked self-attention module (default: course_lib's :class:`MultiHeadAttention`).
+        feed_forward: the feed-forward module (default: course_lib's :class:`PositionwiseFeedForward`).
+        norm: makes one LayerNorm from ``d_model`` (default: course_lib's :class:`LayerNorm`).
+    """
+
+    def __init__(self, d_model: int, n_heads: int, d_ff: int, dropout: float = 0.1, norm_first: bool = False, *,
+                 self_attn: nn.Module | None = None, feed_forward: nn.Module | None = None,
+                 norm: Callable[[int], nn.Module] = LayerNorm):
+        super().__init__()
+        self.norm_first = norm_first
+        self.self_attn = self_attn if self_attn is not None else MultiHeadAttention(d_model, n_heads, dropout=dropout)
+        self.feed_forward = (feed_forward if feed_forward is not None
+                             else PositionwiseFeedForward(d_model, d_ff, dropout))
+        self.norm1 = norm(d_model)
+        self.norm2 = norm(d_model)
+        self.dropout1 = nn.Dropout(dropout)
+        self.dropout2 = nn.Dropout(dropout)
+
+    def forward(self, x: torch.Tensor, mask: torch.Tensor | None = None,
+                cache: KeyValueCache | None = None) -> torch.Tensor:
+        """Run one block.
+
+        Args:
+            x: activations ``(batch, seq, d_model)``.
+            mask: ``(batch, 1, seq, seq)`` padding AND causal mask (True = may attend).
+            cache: the self-attention's :class:`KeyValueCache` when generating one token at a time (``x`` then
+                holds only the newest positions and ``mask`` is None: every cached position is earlier).
+
+        Returns:
+            ``(batch, seq, d_model)``.
+        """
+        kwargs = {} if cache is None else {"cache": cache}
+        x = residual(x, lambda h: self.self_attn(h, h, h, mask=mask, **kwargs), self.norm1, self.dropout1,
+                     self.norm_first)
+        return residual(x, self.feed_forward, self.norm2, self.dropout2, self.norm_first)

@@ -94,6 +94,8 @@ PARTS: tuple[PartSpec, ...] = (
              "EncoderLayer(d_model, n_heads, d_ff, norm_first=False)(x, src_mask) -> same shape"),
     PartSpec("decoder_layer", "09", "decoder_layer", "DecoderLayer", "course_lib.layers.DecoderLayer",
              "DecoderLayer(d_model, n_heads, d_ff, norm_first=False)(x, memory, tgt_mask, src_mask) -> same shape"),
+    PartSpec("decoder_only_layer", "15", "decoder_only_layer", "DecoderOnlyLayer", "course_lib.layers.DecoderOnlyLayer",
+             "DecoderOnlyLayer(d_model, n_heads, d_ff, norm_first=False)(x, mask) -> same shape"),
 )
 if tuple(spec.name for spec in PARTS) != PART_NAMES:  # one list of parts: the model's
     raise ImportError("course_lib.student.contracts.PARTS must name the parts of course_lib.builders.PART_NAMES, in order")

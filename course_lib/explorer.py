@@ -141,8 +141,7 @@ class Analysis:
         if kind not in KINDS:
             raise ValueError(f"kind must be one of {list(KINDS)}, got {kind!r}")
         part, suffix = KINDS[kind]
-        names = [n for n in self.attention if n.startswith(part + ".") and n.endswith(suffix)]
-        return sorted(names, key=lambda n: [int(p) if p.isdigit() else p for p in n.split(".")])
+        return _layer_order(n for n in self.attention if n.startswith(part + ".") and n.endswith(suffix))
 
     def n_heads(self) -> int:
         """Heads per attention layer."""
@@ -159,12 +158,7 @@ class Analysis:
         names = self.names(kind)
         if not 0 <= layer < len(names):
             raise ValueError(f"layer must be in [0, {len(names)}) for {kind}, got {layer}")
-        stack = self.attention[names[layer]]  # (n_heads, q_len, k_len)
-        if head is None:
-            return stack.mean(axis=0)
-        if not 0 <= head < stack.shape[0]:
-            raise ValueError(f"head must be in [0, {stack.shape[0]}) or None for the mean, got {head}")
-        return stack[head]
+        return _pick_head(self.attention[names[layer]], head)
 
     def labels(self, kind: str) -> tuple[list[str], list[str]]:
         """``(row tokens, column tokens)`` of the maps of one kind."""
@@ -185,9 +179,27 @@ class Analysis:
         """
         if not 1 <= step <= len(self.out_tokens):
             raise ValueError(f"step must be in [1, {len(self.out_tokens)}], got {step}")
-        probs = self.next_token_probs[step - 1]  # (vocab,)
-        order = np.argsort(-probs, kind="stable")[:k]
-        return [(self.tgt_itos[i], float(probs[i])) for i in order]
+        return _top_tokens(self.next_token_probs[step - 1], self.tgt_itos, k)
+
+
+def _layer_order(names) -> list[str]:
+    """Module names sorted as a person counts layers: ``layers.2`` before ``layers.10``."""
+    return sorted(names, key=lambda n: [int(p) if p.isdigit() else p for p in n.split(".")])
+
+
+def _pick_head(stack: np.ndarray, head: int | None) -> np.ndarray:
+    """One head's map ``(q_len, k_len)`` of a layer's ``(n_heads, q_len, k_len)``, or their mean (head None)."""
+    if head is None:
+        return stack.mean(axis=0)
+    if not 0 <= head < stack.shape[0]:
+        raise ValueError(f"head must be in [0, {stack.shape[0]}) or None for the mean, got {head}")
+    return stack[head]
+
+
+def _top_tokens(probs: np.ndarray, itos: list[str], k: int) -> list[tuple[str, float]]:
+    """The ``k`` most likely tokens of a ``(vocab,)`` distribution with their probabilities, most likely first."""
+    order = np.argsort(-probs, kind="stable")[:k]
+    return [(itos[i], float(probs[i])) for i in order]
 
 
 def analyze(
@@ -329,28 +341,48 @@ def attention_figure(analysis: Analysis, kind: str = "cross-attention", layer: i
     layer_index = layer % n_layers
     weights = analysis.weights(kind, layer_index, head)  # (q_len, k_len)
     rows, cols = analysis.labels(kind)
-    n_rows, n_cols = weights.shape
-    reached = n_rows
+    reached = None
     if upto_step is not None and KINDS[kind][0] == "decoder":
-        if not 1 <= upto_step <= n_rows:
-            raise ValueError(f"upto_step must be in [1, {n_rows}], got {upto_step}")
+        if not 1 <= upto_step <= weights.shape[0]:
+            raise ValueError(f"upto_step must be in [1, {weights.shape[0]}], got {upto_step}")
         reached = upto_step
+    name = f"{kind.capitalize()}, {layer_name(layer_index, n_layers).removesuffix(' (last)')}, " \
+           f"{head_name(head, analysis.n_heads())}"
+    # Decoder self-attention: column j is the word written at step j (column 0: <bos>), so its columns grey too.
+    return _map_figure(weights, rows, cols, f"{title}\n{name}" if title else name, AXES[kind], reached,
+                       grey_columns=kind == "decoder self-attention")
+
+
+def _map_figure(weights: np.ndarray, rows: list[str], cols: list[str], title: str, axes: tuple[str, str],
+                reached: int | None = None, grey_columns: bool = False) -> Figure:
+    """One attention map as the explorers draw it: cells sized for the screen, the axes named in words, and
+    optionally the rows (and columns) of the words not written yet greyed out and unlabelled.
+
+    Args:
+        weights: ``(n_rows, n_cols)``, each row a distribution.
+        rows, cols: the row and column tokens.
+        title: the title (lines separated by ``"\\n"``).
+        axes: ``(row words, column words)`` for the axis titles "rows: ..." and "columns: ...".
+        reached: rows from this index on are greyed out (None: every row shown).
+        grey_columns: grey the columns from ``reached`` on too (a map of a sentence read by itself).
+    """
+    n_rows, n_cols = weights.shape
+    if reached is None:
+        reached = n_rows
+    if reached < n_rows:
         weights = weights.copy()
         weights[reached:] = 0.0  # hidden under grey below
         rows = [*rows[:reached], *[""] * (n_rows - reached)]
-        if kind == "decoder self-attention":  # column j is the word written at step j (column 0: <bos>)
+        if grey_columns:
             cols = [*cols[:reached], *[""] * (n_cols - reached)]
-    name = f"{kind.capitalize()}, {layer_name(layer_index, n_layers).removesuffix(' (last)')}, " \
-           f"{head_name(head, analysis.n_heads())}"
-    title = f"{title}\n{name}" if title else name
     fig, ax = plt.subplots(figsize=_figsize(n_rows, n_cols, rows, cols, title.count("\n") + 1), layout="constrained")
     plot_attention(weights, query_tokens=rows, key_tokens=cols, title=title, ax=ax, annotate=False)
-    row_words, col_words = AXES[kind]
+    row_words, col_words = axes
     ax.set_ylabel(f"rows: {row_words}")
     ax.set_xlabel(f"columns: {col_words}")
     if reached < n_rows:
         ax.axhspan(reached - 0.5, n_rows - 0.5, color=_NOT_YET, zorder=3)
-        if kind == "decoder self-attention":
+        if grey_columns:
             ax.axvspan(reached - 0.5, n_cols - 0.5, color=_NOT_YET, zorder=3)
         ax.text((n_cols - 1) / 2, (reached + n_rows - 1) / 2, "not written yet", ha="center", va="center",
                 color="#555555", zorder=4)
@@ -379,12 +411,7 @@ def _candidates_html(analysis: Analysis) -> str:
 
 def summary_html(analysis: Analysis) -> str:
     """HTML of the tokens, the greedy translation and the one beam search returns."""
-    chips = " ".join(
-        f"<code style='color:{'#c0392b' if t in analysis.unknown else 'inherit'}'>{html.escape(t)}</code>"
-        for t in analysis.src_tokens
-    )
-    unknown = (f"<br>unknown to the model (read as <code>&lt;unk&gt;</code>): {html.escape(', '.join(analysis.unknown))}"
-               if analysis.unknown else "")
+    chips, unknown = _token_chips(analysis.src_tokens, analysis.unknown)
     beam = next((c for c in analysis.candidates if c.chosen and c.method != "greedy"), None)
     beam_line = (f"<br><b>Translation ({html.escape(beam.method)}):</b> {html.escape(detokenize(beam.tokens))} "
                  "<i>(every hypothesis: the Candidates tab)</i>" if beam is not None else "")
@@ -396,14 +423,34 @@ def step_html(analysis: Analysis, step: int, k: int = 5) -> str:
     """HTML of one decoding step: the prefix so far, the chosen token and the top ``k`` next tokens."""
     prefix = " ".join(analysis.out_tokens[: step - 1]) or "(nothing yet)"
     chosen = analysis.out_tokens[step - 1]
-    top = "".join(
-        f"<tr><td>{'<b>' if token == chosen else ''}{html.escape(token)}{'</b>' if token == chosen else ''}</td>"
-        f"<td>{p:.3f}</td></tr>"
-        for token, p in analysis.top_next_tokens(step, k)
-    )
     return (f"<b>Step {step} of {len(analysis.out_tokens)}.</b> Written so far: <code>&lt;bos&gt; {html.escape(prefix)}</code>"
             f"<br>Greedy picks <b>{html.escape(chosen)}</b>. The model's top {k} next tokens:"
-            f"<table class='course-step'><tr><th>token</th><th>probability</th></tr>{top}</table>")
+            f"{_top_table(analysis.top_next_tokens(step, k), chosen)}")
+
+
+def _token_chips(tokens: list[str], unknown: list[str]) -> tuple[str, str]:
+    """HTML of tokens as chips (unknown ones in red) and a line naming the unknown ones ("" when none)."""
+    chips = " ".join(
+        f"<code style='color:{'#c0392b' if t in unknown else 'inherit'}'>{html.escape(t)}</code>" for t in tokens
+    )
+    line = (f"<br>unknown to the model (read as <code>&lt;unk&gt;</code>): {html.escape(', '.join(unknown))}"
+            if unknown else "")
+    return chips, line
+
+
+def _top_table(top: list[tuple[str, float]], chosen: str) -> str:
+    """HTML table of candidate tokens and their probabilities, the chosen one in bold."""
+    rows = "".join(
+        f"<tr><td>{'<b>' if token == chosen else ''}{html.escape(token)}{'</b>' if token == chosen else ''}</td>"
+        f"<td>{p:.3f}</td></tr>"
+        for token, p in top
+    )
+    return f"<table class='course-step'><tr><th>token</th><th>probability</th></tr>{rows}</table>"
+
+
+def _error_html(what: str, error: str) -> str:
+    """One red line: ``⚠ <what>: <error>`` (both escaped)."""
+    return f"<span style='color:#c0392b'>⚠ {html.escape(what)}: {html.escape(error)}</span>"
 
 
 def one_line(error: BaseException, limit: int = 200) -> str:
@@ -417,6 +464,61 @@ def one_line(error: BaseException, limit: int = 200) -> str:
 def _compact(text: str) -> str:
     """HTML at normal line spacing (an ipywidgets HTML widget spaces lines as far apart as its controls)."""
     return f"<div style='line-height:1.4'>{text}</div>"
+
+
+_MENU_WIDTH = "260px"  # the layer and head menus (and the translator's kind menu)
+
+
+def _caption(text: str, tooltip: str = ""):
+    """A bold caption (an ipywidgets HTML) with an optional tooltip."""
+    import ipywidgets as w
+
+    title = f" title='{html.escape(tooltip, quote=True)}'" if tooltip else ""
+    return w.HTML(f"<b{title}>{html.escape(text)}</b>")
+
+
+def _layer_head_menus():
+    """Empty ``(layer, head)`` dropdowns, filled by :func:`_fill_layer_head_menus`."""
+    import ipywidgets as w
+
+    # No descriptions: with one, ipywidgets shows the tooltip on the description only, not the menu.
+    return (w.Dropdown(options=[], value=None, tooltip=TOOLTIPS["layer"], layout=w.Layout(width=_MENU_WIDTH)),
+            w.Dropdown(options=[(head_name(None, 1), MEAN)], value=MEAN, tooltip=TOOLTIPS["head"],
+                       layout=w.Layout(width=_MENU_WIDTH)))
+
+
+def _fill_layer_head_menus(layer, head, n_layers: int, n_heads: int) -> None:
+    """Layer and head choices ("layer 2 of 2 (last)", "all heads (mean)", "head 3 of 4"); a selection that still
+    exists is kept, else the last layer and the mean over heads are chosen."""
+    keep_layer = layer.value if layer.value in range(n_layers) else n_layers - 1  # default: the last layer
+    keep_head = head.value if head.value in range(n_heads) else MEAN
+    layer.options = [(layer_name(i, n_layers), i) for i in range(n_layers)]
+    head.options = [(head_name(None, n_heads), MEAN), *((head_name(h, n_heads), h) for h in range(n_heads))]
+    layer.value, head.value = keep_layer, keep_head
+
+
+def _head_value(menu) -> int | None:
+    """The head a head menu names: an index, or None for the mean over heads."""
+    return None if menu.value == MEAN else int(menu.value)
+
+
+def _beside(controls: list, picture):
+    """Controls in a column left of the picture, so the picture starts right under the tab bar (and keeps its
+    shape: not stretched to the column's height)."""
+    import ipywidgets as w
+
+    return w.HBox([w.VBox(controls, layout=w.Layout(width="280px", min_width="280px")), picture],
+                  layout=w.Layout(align_items="flex-start"))
+
+
+def _display_bundle(widget, static_figure: Callable[[], Figure] | None, text: str) -> dict:
+    """The widget for front ends that run widgets, a PNG of ``static_figure()`` for all others (none when it is
+    None), and ``text`` as the plain-text form."""
+    bundle = dict(widget._repr_mimebundle_() or {})
+    if static_figure is not None:
+        bundle["image/png"] = base64.b64encode(_png(static_figure(), dpi=90)).decode("ascii")
+    bundle["text/plain"] = text
+    return bundle
 
 
 # Tooltips (shown when the mouse rests on a control): what it does, in words.
@@ -468,17 +570,9 @@ class Explorer:
         self.exception: BaseException | None = None
         self._refreshing = False
 
-        def caption(text: str, tooltip: str = "") -> w.HTML:
-            title = f" title='{html.escape(tooltip, quote=True)}'" if tooltip else ""
-            return w.HTML(f"<b{title}>{html.escape(text)}</b>")
-
         def menus(kinds: list[str], kind_tooltip: str) -> tuple[w.Dropdown, w.Dropdown, w.Dropdown]:
-            # No descriptions: with one, ipywidgets shows the tooltip on the description only, not the menu.
-            size = w.Layout(width="260px")
-            return (w.Dropdown(options=kinds, value=kinds[0], tooltip=kind_tooltip, layout=size),
-                    w.Dropdown(options=[], value=None, tooltip=TOOLTIPS["layer"], layout=size),
-                    w.Dropdown(options=[(head_name(None, 1), MEAN)], value=MEAN, tooltip=TOOLTIPS["head"],
-                               layout=size))
+            return (w.Dropdown(options=kinds, value=kinds[0], tooltip=kind_tooltip, layout=w.Layout(width=_MENU_WIDTH)),
+                    *_layer_head_menus())
 
         self.sentence = w.Text(value=sentence, placeholder="a German sentence", continuous_update=False,
                                tooltip=TOOLTIPS["sentence"], layout=w.Layout(width="55%"))
@@ -501,21 +595,16 @@ class Explorer:
         self.step_image = w.Image(format="png")
         self.candidates = w.HTML()
 
-        # Controls in a column left of the picture, so the picture starts right under the tab bar (and keeps
-        # its shape: not stretched to the column's height).
-        column, side_by_side = w.Layout(width="280px", min_width="280px"), w.Layout(align_items="flex-start")
-        attention_tab = w.HBox([w.VBox([caption("Which attention map", TOOLTIPS["kind"]), self.kind, self.layer,
-                                        self.head, self.reading], layout=column), self.attention_image],
-                               layout=side_by_side)
-        step_tab = w.HBox([w.VBox([caption("Decoding step", TOOLTIPS["step"]), self.play, self.step,
-                                   self.step_info, caption("Map beside it", TOOLTIPS["step_kind"]), self.step_kind,
-                                   self.step_layer, self.step_head], layout=column), self.step_image],
-                          layout=side_by_side)
+        attention_tab = _beside([_caption("Which attention map", TOOLTIPS["kind"]), self.kind, self.layer,
+                                 self.head, self.reading], self.attention_image)
+        step_tab = _beside([_caption("Decoding step", TOOLTIPS["step"]), self.play, self.step, self.step_info,
+                            _caption("Map beside it", TOOLTIPS["step_kind"]), self.step_kind, self.step_layer,
+                            self.step_head], self.step_image)
         self.tabs = w.Tab(children=[attention_tab, step_tab, self.candidates])
         for index, tab_title in enumerate(("Attention", "Step by step", "Candidates")):
             self.tabs.set_title(index, tab_title)
         self.results = w.VBox([self.summary, self.tabs])
-        self.widget = w.VBox([w.HBox([caption("German sentence:", TOOLTIPS["sentence"]), self.sentence,
+        self.widget = w.VBox([w.HBox([_caption("German sentence:", TOOLTIPS["sentence"]), self.sentence,
                                       self.translate]), self.status, self.results])
         self.widget.add_class("course-attention-explorer")
 
@@ -582,8 +671,7 @@ class Explorer:
         """Say in one line why ``sentence`` was not translated, and clear the previous sentence's results."""
         self.analysis, self.exception, self.error = None, error, one_line(error)
         shown = f"“{sentence if len(sentence) <= 60 else sentence[:59] + '…'}”" if sentence.strip() else "an empty sentence"
-        self.status.value = (f"<span style='color:#c0392b'>⚠ Could not translate {html.escape(shown)}: "
-                             f"{html.escape(self.error)}</span>")
+        self.status.value = _error_html(f"Could not translate {shown}", self.error)
         self.status.layout.display = None
         self.results.layout.display = "none"  # no stale map that could pass for this sentence's
         self.summary.value = self.candidates.value = self.step_info.value = self.reading.value = ""
@@ -591,12 +679,7 @@ class Explorer:
 
     def _update_menus(self, kind, layer, head) -> None:
         """Layer and head choices for the chosen kind (keeps the selection when it still exists)."""
-        n_layers, n_heads = len(self.analysis.names(kind.value)), self.analysis.n_heads()
-        keep_layer = layer.value if layer.value in range(n_layers) else n_layers - 1  # default: the last layer
-        keep_head = head.value if head.value in range(n_heads) else MEAN
-        layer.options = [(layer_name(i, n_layers), i) for i in range(n_layers)]
-        head.options = [(head_name(None, n_heads), MEAN), *((head_name(h, n_heads), h) for h in range(n_heads))]
-        layer.value, head.value = keep_layer, keep_head
+        _fill_layer_head_menus(layer, head, len(self.analysis.names(kind.value)), self.analysis.n_heads())
 
     def _view_changed(self, menus: tuple, redraw, change=None) -> None:
         """A tab's kind, layer or head menu changed: refresh that tab's layer and head menus when the kind
@@ -632,41 +715,34 @@ class Explorer:
             return
         self._draw_step()
 
-    @staticmethod
-    def _head(menu) -> int | None:
-        return None if menu.value == MEAN else int(menu.value)
-
     def _draw_attention(self) -> None:
         kind = self.kind.value
         rows, cols = AXES[kind]
         self.reading.value = _compact(f"<b>Rows:</b> {rows}.<br><b>Columns:</b> {cols}.<br>{READING[kind]} Each row "
                                       "adds up to 1 (brighter = more attention); &lt;eos&gt; marks the end of a sentence.")
         self.attention_image.value = _png(attention_figure(self.analysis, kind, self.layer.value,
-                                                           self._head(self.head)))
+                                                           _head_value(self.head)))
 
     def _draw_step(self) -> None:
         """Step ``step``: the prefix, the top next tokens, and the chosen decoder map's rows up to that step."""
         step = min(max(self.step.value, 1), len(self.analysis.out_tokens))
         self.step_info.value = _compact(step_html(self.analysis, step))
         self.step_image.value = _png(attention_figure(self.analysis, self.step_kind.value, self.step_layer.value,
-                                                      self._head(self.step_head), upto_step=step))
+                                                      _head_value(self.step_head), upto_step=step))
 
     # --- display -----------------------------------------------------------------------------------------
     def static_figure(self) -> Figure:
         """A picture of the current state: the chosen attention heatmap titled with the translation."""
         if self.analysis is None:
             raise ValueError(f"nothing to show: the last sentence could not be translated ({self.error})")
-        return attention_figure(self.analysis, self.kind.value, self.layer.value, self._head(self.head),
+        return attention_figure(self.analysis, self.kind.value, self.layer.value, _head_value(self.head),
                                 title=f"{self.analysis.sentence}\n→ {self.analysis.translation}")
 
     def _repr_mimebundle_(self, include=None, exclude=None) -> dict:
         """The widget for front ends that run widgets, a PNG of the current state for all others."""
-        bundle = dict(self.widget._repr_mimebundle_() or {})
-        if self.analysis is not None:
-            bundle["image/png"] = base64.b64encode(_png(self.static_figure(), dpi=90)).decode("ascii")
-        bundle["text/plain"] = ("Attention explorer (interactive where widgets run: JupyterLab, VS Code, Colab; "
-                                "elsewhere a picture of its starting state)")
-        return bundle
+        return _display_bundle(self.widget, self.static_figure if self.analysis is not None else None,
+                               "Attention explorer (interactive where widgets run: JupyterLab, VS Code, Colab; "
+                               "elsewhere a picture of its starting state)")
 
     def show(self) -> None:
         """Display the explorer (same as ending a cell with it)."""

@@ -119,3 +119,64 @@ def test_06_3_wrong_answers_fail_with_specific_messages(student, needle):
 
 def test_06_3_not_attempted():
     assert nb06.check_fixed_masks(unattempted, quiet=True).status == "not attempted"
+
+
+# ---------------------------------------------------------------- 06.4 convert for PyTorch
+
+
+def right_to_pytorch(src_mask, tgt_mask):
+    blocked = ~tgt_mask  # (tgt_len, tgt_len), True = blocked
+    return ~src_mask[:, 0, 0], torch.zeros(blocked.shape).masked_fill(blocked, float("-inf"))
+
+
+def _with_tgt(tgt_fn):
+    return lambda src_mask, tgt_mask: (~src_mask[:, 0, 0], tgt_fn(tgt_mask))
+
+
+def _with_padding(padding_fn):
+    return lambda src_mask, tgt_mask: (padding_fn(src_mask), right_to_pytorch(src_mask, tgt_mask)[1])
+
+
+@pytest.mark.parametrize(
+    "student",
+    [
+        right_to_pytorch,
+        _with_tgt(lambda m: torch.where(m, 0.0, float("-inf"))),
+        _with_tgt(lambda m: torch.zeros(m.shape, dtype=torch.float64).masked_fill(~m, float("-inf"))),
+        _with_padding(lambda s: s.logical_not()[:, 0, 0]),
+    ],
+)
+def test_06_4_right_answers_pass(student):
+    result = nb06.check_to_pytorch(student, quiet=True)
+    assert result, result.message
+
+
+@pytest.mark.parametrize(
+    ("student", "needle"),
+    [
+        (_with_padding(lambda s: s[:, 0, 0]), "not inverted, or inverted twice"),  # forgetting to invert
+        (_with_padding(lambda s: ~~s[:, 0, 0]), "not inverted, or inverted twice"),  # inverting twice
+        (_with_padding(lambda s: ~s), "keeps the course's shape (batch, 1, 1, src_len)"),
+        (_with_padding(lambda s: ~s.squeeze()), "squeeze() also drops the batch"),
+        (_with_padding(lambda s: (~s[:, 0, 0]).float()), "must be bool here"),
+        (_with_tgt(lambda m: torch.zeros(m.shape).masked_fill(m, float("-inf"))), "-inf where the course's mask is True"),
+        (_with_tgt(lambda m: torch.zeros(m.shape).masked_fill(~m, float("-inf")).T), "wrong axis"),
+        (_with_tgt(lambda m: m.float()), "holds 1.0 and 0.0"),
+        (_with_tgt(lambda m: (~m).float()), "use -inf, not 1.0"),
+        (_with_tgt(lambda m: (~m).float() * float("-inf")), "0 * -inf is NaN"),
+        (_with_tgt(lambda m: torch.zeros(m.shape).masked_fill(~m, -1e9)), "large finite number"),
+        (_with_tgt(lambda m: ~m), "PyTorch's bool form (True = blocked)"),
+        (_with_tgt(lambda m: m), "must be a float tensor"),
+        (_with_tgt(lambda m: torch.zeros(m.shape).masked_fill(~m, float("-inf"))[None]), "expected shape"),
+        (lambda s, m: right_to_pytorch(s, m)[0], "return a tuple"),
+    ],
+)
+def test_06_4_wrong_answers_fail_with_specific_messages(student, needle):
+    result = nb06.check_to_pytorch(student, quiet=True)
+    assert result.status == "failed" and needle in result.message, result.message
+
+
+def test_06_4_not_attempted_and_crash():
+    assert nb06.check_to_pytorch(unattempted, quiet=True).status == "not attempted"
+    crashed = nb06.check_to_pytorch(lambda s, m: s.foo, quiet=True)
+    assert crashed.status == "failed" and "raised AttributeError" in crashed.message

@@ -135,6 +135,7 @@ FUNCTION_CHECKERS = {  # checker -> how many student functions it takes
     "nb02.check_one_hot_embed": 1, "nb02.check_scaled_embedding": 1, "nb03.check_encode_positions": 1,
     "nb03.check_fixed_table": 1, "nb04.check_attention_by_hand": 1, "nb05.check_split_merge": 2,
     "nb05.check_fixed_multi_head_attention": 1, "nb06.check_decoder_mask": 1, "nb06.check_fixed_masks": 1,
+    "nb06.check_to_pytorch": 1,
     "nb07.check_fold_layer_norm": 1, "nb07.check_fixed_norm": 1, "nb07.check_pre_norm_sublayer": 1,
     "nb08.check_post_norm_layer": 1, "nb09.check_shift_right": 1, "nb09.check_greedy_step": 1,
     "nb10.check_warmup_lr": 1, "nb10.check_smoothed_targets": 1, "nb10.check_batch_padding_fraction": 1,

@@ -62,6 +62,8 @@ CHEATS = {
     "06.1": ("course_lib.masks", "decoder_self_attention_mask", "def decoder_mask(tgt, pad_id=0):\n    return {ref}(tgt, pad_id)"),
     "06.3": ("course_lib.masks", "decoder_self_attention_mask",
              "def fixed_masks(src, tgt, pad_id=0):\n    return (src != pad_id)[:, None, None, :], {ref}(tgt, pad_id)"),
+    "06.4": ("course_lib.compat", "to_torch_attn_mask",
+             "def to_pytorch(src_mask, tgt_mask):\n    return ~src_mask[:, 0, 0], {ref}(tgt_mask, as_additive=True)"),
     "07.1": ("course_lib.exercises.nb07", "reference_fold_layer_norm",
              "def fold_layer_norm(norm, linear):\n    return {ref}(norm, linear)"),
     "07.2": ("course_lib.exercises.nb07", "_layer_norm",
@@ -245,7 +247,7 @@ def _with_solution(before: str, solution: str) -> str:
 
 def test_every_graded_coding_exercise_is_covered():
     coding = {t.exercise for t in hidden_tests.load_all().values() if t.kind == hidden_tests.FUNCTION}
-    assert len(coding) == 28
+    assert len(coding) == 29
     assert set(EXERCISES) == coding, "an exercise without a solution cell in its notebook"
     assert set(CHEATS) == coding, "add the course_lib solution of the new exercise to CHEATS"
     table = hidden_tests.rules_table()

@@ -68,3 +68,32 @@ def fixed_masks(grader, student_fn):
         got = grader.unpack(case, got, 2, "return a tuple (src_mask, tgt_mask)")
         grader.expect(case + ", src_mask", got[0], _padding(src, pad_id))
         grader.expect(case + ", tgt_mask", got[1], _decoder(tgt, pad_id))
+
+
+def _pytorch_padding(src, pad_id=0):
+    return src == pad_id  # (batch, src_len): PyTorch's key_padding_mask, True = blocked
+
+
+def _pytorch_additive(allowed):
+    return torch.where(allowed, 0.0, float("-inf"))  # (q_len, k_len): 0.0 = may attend, -inf = blocked
+
+
+@hidden_test(nb06.check_to_pytorch, cases=6, rules=Rules(stated="use only torch (not course_lib.compat)"))
+def to_pytorch(grader, student_fn):
+    n = 6
+    g = generator(68)
+    random_rows = torch.rand(n, n, generator=g) > 0.5
+    random_rows[torch.arange(n), torch.randint(0, n, (n,), generator=g)] = True  # every query may read a key
+    cases = [
+        ("batch=3, src_len=5, tgt_mask=causal (tgt_len=7)", _padded_batch(69, 3, 5, 0),
+         torch.ones(7, 7, dtype=torch.bool).tril()),
+        ("one padded sentence, tgt_mask: query i may read keys i-2 .. i",
+         torch.tensor([[6, 7, 2, 0, 0, 0]]), torch.ones(5, 5, dtype=torch.bool).tril() & torch.ones(5, 5, dtype=torch.bool).triu(-2)),
+        ("batch=4, src_len=3, a random (6, 6) tgt_mask", _padded_batch(70, 4, 3, 0), random_rows),
+    ]
+    for case, src, tgt_mask in cases:
+        src_mask = _padding(src, 0)  # (batch, 1, 1, src_len), True = may attend
+        got = grader.call(student_fn, case, src_mask.clone(), tgt_mask.clone())
+        got = grader.unpack(case, got, 2, "return a tuple (src_key_padding_mask, tgt_mask)")
+        grader.expect(case + ", src_key_padding_mask", got[0], _pytorch_padding(src))
+        grader.expect(case + ", tgt_mask", got[1], _pytorch_additive(tgt_mask))

@@ -273,7 +273,7 @@ class NgramModel:
 
 
 def best_smoothing(train: Sequence[torch.Tensor], valid: Sequence[torch.Tensor], vocab_size: int, n: int,
-                   grid: Sequence[float] = (0.001, 0.003, 0.01, 0.03, 0.1, 0.3, 1.0, 3.0)) -> tuple[float, float]:
+                   grid: Sequence[float] = (0.001, 0.003, 0.01, 0.03, 0.1, 0.3, 1.0, 3.0, 10.0, 30.0)) -> tuple[float, float]:
     """The add-k constant with the lowest validation perplexity: ``(k, validation perplexity)``."""
     scores = {k: NgramModel(train, vocab_size, n, k).perplexity(valid) for k in grid}
     k = min(scores, key=scores.get)

@@ -25,6 +25,18 @@ The numbers come from :mod:`course_lib.decoding` (``greedy_decode``, ``beam_sear
 ``sequence_log_probs``, ``length_penalty``) and :func:`course_lib.model.record_attention`; the pictures
 from :func:`course_lib.plotting.plot_attention`. :func:`analyze` does all the computing and needs no
 widgets; ``tests/test_explorer.py`` drives the callbacks without a browser.
+
+The same look inside a decoder-only language model (notebook 15, :mod:`course_lib.gpt`)::
+
+    from course_lib.explorer import LanguageModelExplorer
+    LanguageModelExplorer(model, vocab, default_tokenizers()[1], prompt="the cat")
+
+Type a prompt (or none), choose greedy or sampling (temperature, top-k, seed), read the continuation; pick a
+layer and a head and see the causal self-attention map of the whole sentence (rows: the word that reads,
+columns: the earlier words it reads; nothing above the diagonal); step through the generation with the
+candidates of every step and their probabilities (:func:`course_lib.gpt.next_token_probs`). Built from the
+same pieces as the translator's explorer (menus, map figure, static picture where widgets do not run);
+:func:`analyze_language_model` does the computing, ``tests/test_explorer_language_model.py`` checks both.
 """
 
 from __future__ import annotations
@@ -742,6 +754,498 @@ class Explorer:
         """The widget for front ends that run widgets, a PNG of the current state for all others."""
         return _display_bundle(self.widget, self.static_figure if self.analysis is not None else None,
                                "Attention explorer (interactive where widgets run: JupyterLab, VS Code, Colab; "
+                               "elsewhere a picture of its starting state)")
+
+    def show(self) -> None:
+        """Display the explorer (same as ending a cell with it)."""
+        from IPython.display import display
+
+        display(self)
+
+
+# ---------------------------------------------------------------------------------------------------- language model
+# The same look inside for the decoder-only language model of notebook 15 (course_lib.gpt): one sentence, the
+# prompt and what the model wrote after it, read by causal self-attention only.
+
+# What the rows and the columns of a language model's map are, in words; and how to read it.
+LM_AXES = ("word that reads", "earlier word read")
+LM_READING = ("Each row is one word of the sentence reading the words up to itself: that row is what the model "
+              "uses to choose the next word. Later words cannot be read, so everything above the diagonal stays "
+              "dark. &lt;bos&gt; = start of sentence.")
+LM_TOOLTIPS = {
+    "prompt": "Type the start of an English sentence (or nothing), then press Enter or click Generate",
+    "generate": "Continue the prompt with the model and redraw everything below",
+    "decoding": "Greedy: always write the most likely next word. Sampling: draw the next word at random from "
+                "the model's probabilities (temperature, top-k, seed)",
+    "temperature": "Sampling temperature: below 1 makes likely words likelier, above 1 flattens the choice",
+    "top_k": "Sampling: draw only from the k most likely words (0 = from every word)",
+    "seed": "Seed of the random draws: the same seed draws the same sentence",
+    "play": "Play the generation: write the continuation one word at a time",
+    "step": "Generation step: step 1 writes the first word after the prompt",
+}
+
+
+@dataclass(frozen=True)
+class GenerationStep:
+    """One word written by the language model.
+
+    Attributes:
+        step: 1 = the first token after the prompt.
+        context: the tokens read before choosing it: ``<bos>``, the prompt, the tokens of the earlier steps.
+        chosen: the token written.
+        probability: its probability in the distribution it was chosen from.
+        candidates: the most likely tokens of that distribution with their probabilities, most likely first.
+    """
+
+    step: int
+    context: list[str]
+    chosen: str
+    probability: float
+    candidates: list[tuple[str, float]]
+
+
+@dataclass
+class LanguageModelAnalysis:
+    """Everything the language-model explorer shows for one prompt (computed by :func:`analyze_language_model`).
+
+    Attributes:
+        prompt: the text typed.
+        prompt_tokens: its tokens (as typed; unknown ones are read as ``<unk>``).
+        unknown: prompt tokens the vocabulary does not know.
+        generated_tokens: the tokens written after the prompt, ending with ``"<eos>"`` unless the limit cut it.
+        ids: the whole sentence as ids: ``<bos>``, the prompt, the generated tokens (what ``generate`` returned).
+        steps: one :class:`GenerationStep` per generated token.
+        attention: ``{module name: (n_heads, seq, seq)}`` from one forward pass over the whole sentence, e.g.
+            ``"layers.1.self_attn"``; row ``t`` is the attention of ``tokens[t]``, which predicts ``tokens[t + 1]``.
+        next_token_probs: ``(n_steps, vocab)``: at every step the distribution the token was chosen from
+            (:func:`course_lib.gpt.next_token_probs`; greedy: temperature 1, every word).
+        mode: ``"greedy"`` or ``"sampling"``.
+        temperature, top_k, seed: the sampling settings (None when greedy; top_k None: every word).
+        cache: how ``generate`` ran its steps (``"keys-values"`` or ``"inputs"``; see :func:`course_lib.gpt.generate`).
+        max_new_tokens: the limit on generated tokens.
+        itos: the vocabulary (id -> token) for reading ``next_token_probs``.
+    """
+
+    prompt: str
+    prompt_tokens: list[str]
+    unknown: list[str]
+    generated_tokens: list[str]
+    ids: list[int]
+    steps: list[GenerationStep]
+    attention: dict[str, np.ndarray]
+    next_token_probs: np.ndarray
+    mode: str
+    temperature: float | None
+    top_k: int | None
+    seed: int | None
+    cache: str
+    max_new_tokens: int
+    itos: list[str] = field(repr=False)
+
+    @property
+    def tokens(self) -> list[str]:
+        """The whole sentence as the maps label it: ``<bos>``, the prompt tokens, the generated tokens."""
+        return ["<bos>", *self.prompt_tokens, *self.generated_tokens]
+
+    @property
+    def continuation(self) -> str:
+        """What the model wrote after the prompt, as text."""
+        return detokenize([t for t in self.generated_tokens if t != "<eos>"])
+
+    @property
+    def text(self) -> str:
+        """The whole sentence (prompt and continuation) as text."""
+        return detokenize([*self.prompt_tokens, *(t for t in self.generated_tokens if t != "<eos>")])
+
+    @property
+    def ended(self) -> bool:
+        """True when the model ended the sentence (wrote ``<eos>``), False when the length limit stopped it."""
+        return bool(self.generated_tokens) and self.generated_tokens[-1] == "<eos>"
+
+    @property
+    def settings(self) -> str:
+        """The decoding settings in words: ``"greedy"`` or ``"sampling, temperature 0.8, top-k 10, seed 0"``."""
+        if self.mode == "greedy":
+            return "greedy"
+        top_k = "every word" if self.top_k is None else f"top-k {self.top_k}"
+        return f"sampling, temperature {self.temperature:g}, {top_k}, seed {self.seed}"
+
+    def names(self) -> list[str]:
+        """Self-attention module names, first layer first."""
+        return _layer_order(self.attention)
+
+    def n_heads(self) -> int:
+        """Heads per attention layer."""
+        return next(iter(self.attention.values())).shape[0]
+
+    def weights(self, layer: int, head: int | None) -> np.ndarray:
+        """One causal self-attention map ``(seq, seq)``.
+
+        Args:
+            layer: layer index (0 = first).
+            head: head index, or None for the mean over heads.
+        """
+        names = self.names()
+        if not 0 <= layer < len(names):
+            raise ValueError(f"layer must be in [0, {len(names)}), got {layer}")
+        return _pick_head(self.attention[names[layer]], head)
+
+    def top_next_tokens(self, step: int, k: int = 5) -> list[tuple[str, float]]:
+        """The ``k`` most likely tokens of the distribution step ``step`` chose from (1 = the first new token)."""
+        if not 1 <= step <= len(self.steps):
+            raise ValueError(f"step must be in [1, {len(self.steps)}], got {step}")
+        return _top_tokens(self.next_token_probs[step - 1], self.itos, k)
+
+
+def analyze_language_model(
+    model: nn.Module,
+    vocab: Vocab,
+    tokenizer: Callable[[str], list[str]],
+    prompt: str,
+    *,
+    max_new_tokens: int = 30,
+    greedy: bool = True,
+    temperature: float = 1.0,
+    top_k: int | None = None,
+    seed: int = 0,
+    n_candidates: int = 5,
+) -> LanguageModelAnalysis:
+    """Continue a prompt with a language model and record what it read and what it could have written.
+
+    Generation is :func:`course_lib.gpt.generate` (greedy, or sampling from a generator seeded with ``seed``);
+    then one forward pass over the whole sentence under :func:`course_lib.model.record_attention` gives every
+    self-attention map and, the model being causal, the next-token logits each step saw.
+
+    Args:
+        model: a :class:`course_lib.gpt.GPT` (course parts or supplied ones; any device; eval mode here, restored).
+        vocab: the vocabulary it was trained with (as many tokens as the model predicts).
+        tokenizer: the tokenizer used in training, e.g. ``course_lib.data.default_tokenizers()[1]``.
+        prompt: the start of a sentence (may be empty: the model then starts from ``<bos>`` alone).
+        max_new_tokens: most tokens to write (fewer if the model writes ``<eos>`` or reaches ``max_len``).
+        greedy: always write the most likely token; else sample.
+        temperature, top_k: the sampling distribution (:func:`course_lib.gpt.next_token_probs`; unused when greedy).
+        seed: seed of the sampling generator (unused when greedy).
+        n_candidates: candidates kept per step in :attr:`GenerationStep.candidates`.
+
+    Returns:
+        A :class:`LanguageModelAnalysis`.
+    """
+    from .gpt import generate, next_token_probs
+
+    if not isinstance(prompt, str):
+        raise TypeError(f"prompt must be a str, got {type(prompt).__name__}")
+    if max_new_tokens < 1:
+        raise ValueError(f"max_new_tokens must be >= 1, got {max_new_tokens}")
+    config = model.config
+    if len(vocab) != config.vocab_size:
+        raise ValueError(f"the vocabulary has {len(vocab)} tokens but the model predicts {config.vocab_size}")
+    if not greedy:
+        next_token_probs(torch.zeros(1, config.vocab_size), temperature, top_k)  # the settings' own errors, early
+    tokens = tokenizer(prompt)
+    if len(tokens) + 2 > config.max_len:
+        raise ValueError(f"prompt has {len(tokens)} tokens; the model reads at most {config.max_len} with <bos>, so "
+                         f"at most {config.max_len - 2} leave room for one more word")
+    device = next(model.parameters()).device
+    prompt_ids = torch.tensor([vocab.encode(tokens, add_bos=True)], device=device)  # (1, prompt_len)
+    generator = None if greedy else torch.Generator(device=device).manual_seed(seed)
+    stats: dict = {}
+    ids = generate(model, prompt_ids, max_new_tokens, temperature=temperature, top_k=top_k, greedy=greedy,
+                   generator=generator, stats=stats)  # (1, seq): one row stops right after <eos>, no padding
+    start = prompt_ids.size(1)
+    pads = (ids[0, start:] == config.pad_id).nonzero()
+    if len(pads):
+        raise ValueError(f"the model wrote <pad> at step {int(pads[0]) + 1} (an untrained model may): a sentence with "
+                         "padding inside cannot be read back in one pass")
+
+    was_training = model.training
+    model.eval()
+    try:
+        with torch.no_grad(), record_attention(model) as maps:
+            logits = model(ids)  # (1, seq, vocab): position t predicts token t + 1
+    finally:
+        model.train(was_training)
+    if not maps:
+        raise ValueError("the model recorded no attention weights: its attention is neither course_lib's "
+                         "MultiHeadAttention nor made recordable (course_lib.builders.recordable)")
+    step_logits = logits[0, start - 1:-1].float()  # (n_steps, vocab): the logits each step chose from
+    if greedy:
+        probs = next_token_probs(step_logits)  # (n_steps, vocab): the model's own distribution
+    else:
+        probs = next_token_probs(step_logits, temperature, top_k)  # (n_steps, vocab): the one sampled from
+    probs = probs.cpu().numpy()
+    itos = list(vocab.itos)
+    generated = [itos[i] for i in ids[0, start:].tolist()]
+    context, steps = ["<bos>", *tokens], []
+    for step, (token_id, token) in enumerate(zip(ids[0, start:].tolist(), generated, strict=True), start=1):
+        steps.append(GenerationStep(step, list(context), token, float(probs[step - 1, token_id]),
+                                    _top_tokens(probs[step - 1], itos, n_candidates)))
+        context.append(token)
+    return LanguageModelAnalysis(
+        prompt=prompt,
+        prompt_tokens=list(tokens),
+        unknown=sorted({t for t in tokens if t not in vocab.stoi}),
+        generated_tokens=generated,
+        ids=ids[0].tolist(),
+        steps=steps,
+        attention={name: w[0].float().cpu().numpy() for name, w in maps.items()},  # (n_heads, seq, seq) each
+        next_token_probs=probs,
+        mode="greedy" if greedy else "sampling",
+        temperature=None if greedy else float(temperature),
+        top_k=None if greedy else top_k,
+        seed=None if greedy else seed,
+        cache=stats.get("mode", ""),
+        max_new_tokens=max_new_tokens,
+        itos=itos,
+    )
+
+
+def causal_attention_figure(analysis: LanguageModelAnalysis, layer: int = -1, head: int | None = None,
+                            upto_step: int | None = None, title: str | None = None) -> Figure:
+    """Heatmap of one causal self-attention map of a generated sentence: rows the word that reads, columns the
+    earlier words it reads (the upper triangle is empty: no word reads a later one).
+
+    Args:
+        analysis: from :func:`analyze_language_model`.
+        layer: layer index; negative counts from the last layer.
+        head: head index, or None for the mean over heads.
+        upto_step: the generation step reached (1 = the first new word): the rows and columns of the words not
+            written yet are greyed out and unlabelled, so the picture keeps its size while stepping.
+        title: a first title line (e.g. the prompt) above the one naming the map.
+
+    Returns:
+        The Figure (drawn by :func:`course_lib.plotting.plot_attention`; axis titles from :data:`LM_AXES`).
+    """
+    n_layers = len(analysis.names())
+    if not -n_layers <= layer < n_layers:
+        raise ValueError(f"layer must be in [{-n_layers}, {n_layers}), got {layer}")
+    layer_index = layer % n_layers
+    weights = analysis.weights(layer_index, head)  # (seq, seq)
+    reached = None
+    if upto_step is not None:
+        if not 1 <= upto_step <= len(analysis.steps):
+            raise ValueError(f"upto_step must be in [1, {len(analysis.steps)}], got {upto_step}")
+        reached = len(analysis.steps[upto_step - 1].context)  # the rows read before writing that step's word
+    name = f"Self-attention, {layer_name(layer_index, n_layers).removesuffix(' (last)')}, " \
+           f"{head_name(head, analysis.n_heads())}"
+    tokens = analysis.tokens
+    return _map_figure(weights, tokens, tokens, f"{title}\n{name}" if title else name, LM_AXES, reached,
+                       grey_columns=True)
+
+
+def language_model_summary_html(analysis: LanguageModelAnalysis) -> str:
+    """HTML of the prompt's tokens (unknown ones marked), the continuation, and the whole sentence."""
+    chips, unknown = _token_chips(analysis.prompt_tokens, analysis.unknown)
+    chips = chips or "<i>(none: the model starts from &lt;bos&gt; alone)</i>"
+    n = len(analysis.steps)
+    end = ("it ended the sentence (&lt;eos&gt;)" if analysis.ended else
+           f"stopped by the limit after {n} token{'s' if n != 1 else ''}")
+    return (f"<b>Prompt tokens:</b> {chips}{unknown}<br><b>Continuation ({html.escape(analysis.settings)}):</b> "
+            f"{html.escape(analysis.continuation) or '<i>(nothing)</i>'} <i>({end})</i>"
+            f"<br><b>Whole sentence:</b> {html.escape(analysis.text)}")
+
+
+def language_model_step_html(analysis: LanguageModelAnalysis, step: int) -> str:
+    """HTML of one generation step: what was read, the token written, the candidates with their probabilities."""
+    if not 1 <= step <= len(analysis.steps):
+        raise ValueError(f"step must be in [1, {len(analysis.steps)}], got {step}")
+    s = analysis.steps[step - 1]
+    verb = "Greedy picks" if analysis.mode == "greedy" else "Sampling drew"
+    where = ("the model's probabilities" if analysis.mode == "greedy" else
+             f"the probabilities it drew from ({html.escape(analysis.settings.removeprefix('sampling, '))})")
+    missing = (f"<br><i>{html.escape(s.chosen)} is not among the top {len(s.candidates)}.</i>"
+               if all(token != s.chosen for token, _ in s.candidates) else "")
+    return (f"<b>Step {step} of {len(analysis.steps)}.</b> Read so far: <code>{html.escape(' '.join(s.context))}</code>"
+            f"<br>{verb} <b>{html.escape(s.chosen)}</b> (probability {s.probability:.3f}). The top "
+            f"{len(s.candidates)} next tokens, {where}:{_top_table(s.candidates, s.chosen)}{missing}")
+
+
+class LanguageModelExplorer:
+    """The widget for a language model: type a prompt, choose greedy or sampling, read the continuation, look at
+    any self-attention map of the sentence, step through the generation with each step's candidates.
+
+    Args:
+        model: a :class:`course_lib.gpt.GPT` (course parts or supplied ones).
+        vocab: its vocabulary.
+        tokenizer: the tokenizer used in training (``course_lib.data.default_tokenizers()[1]``, English).
+        prompt: the prompt shown at the start (may be empty).
+        max_new_tokens: most tokens written per prompt.
+        greedy, temperature, top_k, seed: the decoding settings at the start (see :func:`analyze_language_model`).
+        n_candidates: candidates shown per step.
+
+    Attributes (the widgets, for scripting and tests): ``prompt``, ``generate``, ``decoding`` ("greedy" or
+    "sampling"), ``temperature``, ``top_k`` (0 = every word), ``seed``, ``status``, ``summary``, ``results``
+    (hidden after an error), ``tabs``; in the *Attention* tab ``layer``, ``head``, ``reading``,
+    ``attention_image``; in the *Step by step* tab ``play``, ``step``, ``step_info``, ``step_layer``,
+    ``step_head``, ``step_image``. ``widget`` is the whole box, ``analysis`` the current
+    :class:`LanguageModelAnalysis` (None after an error), ``error`` why the last prompt could not be continued
+    in one line (None when it could) and ``exception`` the exception itself.
+    """
+
+    def __init__(self, model: nn.Module, vocab: Vocab, tokenizer: Callable[[str], list[str]], prompt: str = "", *,
+                 max_new_tokens: int = 30, greedy: bool = True, temperature: float = 1.0, top_k: int | None = None,
+                 seed: int = 0, n_candidates: int = 5):
+        import ipywidgets as w
+
+        self.model, self.vocab, self.tokenizer = model, vocab, tokenizer
+        self.max_new_tokens, self.n_candidates = max_new_tokens, n_candidates
+        self.analysis: LanguageModelAnalysis | None = None
+        self.error: str | None = None
+        self.exception: BaseException | None = None
+        self._refreshing = False
+
+        self.prompt = w.Text(value=prompt, placeholder="the start of an English sentence (or nothing)",
+                             continuous_update=False, tooltip=LM_TOOLTIPS["prompt"], layout=w.Layout(width="55%"))
+        self.generate = w.Button(description="Generate", button_style="primary", tooltip=LM_TOOLTIPS["generate"])
+        self.decoding = w.ToggleButtons(options=["greedy", "sampling"], value="greedy" if greedy else "sampling",
+                                        tooltip=LM_TOOLTIPS["decoding"],
+                                        tooltips=["Always write the most likely next word",
+                                                  "Draw the next word at random from the model's probabilities"],
+                                        style={"button_width": "80px"})
+        # Sliders and the seed box show their tooltip on their description only, so they have one.
+        label = {"description_width": "80px"}
+        self.temperature = w.FloatSlider(value=temperature, min=0.1, max=max(2.0, temperature), step=0.1,
+                                         readout_format=".1f", description="temperature", continuous_update=False,
+                                         tooltip=LM_TOOLTIPS["temperature"], style=label, layout=w.Layout(width="270px"))
+        top_k_max = min(len(vocab), max(50, top_k or 0))
+        self.top_k = w.IntSlider(value=top_k or 0, min=0, max=top_k_max, description="top-k", continuous_update=False,
+                                 tooltip=LM_TOOLTIPS["top_k"], style=label, layout=w.Layout(width="270px"))
+        self.seed = w.BoundedIntText(value=seed, min=0, max=2**31 - 1, description="seed", tooltip=LM_TOOLTIPS["seed"],
+                                     style={"description_width": "40px"}, layout=w.Layout(width="150px"))
+        self.status = w.HTML(layout=w.Layout(display="none"))  # shown only for an error
+        self.summary = w.HTML()
+        self.layer, self.head = _layer_head_menus()
+        self.reading = w.HTML(layout=w.Layout(width="270px"))
+        self.attention_image = w.Image(format="png")  # no tooltip: JupyterLab's ipywidgets 8.1 would not draw it
+        self.play = w.Play(value=1, min=1, max=1, interval=900, show_repeat=False, tooltip=LM_TOOLTIPS["play"])
+        self.step = w.IntSlider(value=1, min=1, max=1, description="step", continuous_update=False,
+                                tooltip=LM_TOOLTIPS["step"], style={"description_width": "32px"},
+                                layout=w.Layout(width="270px"))
+        w.jslink((self.play, "value"), (self.step, "value"))
+        self.step_info = w.HTML(layout=w.Layout(width="270px"))
+        self.step_layer, self.step_head = _layer_head_menus()
+        self.step_image = w.Image(format="png")
+
+        attention_tab = _beside([_caption("Which attention map", TOOLTIPS["layer"]), self.layer, self.head,
+                                 self.reading], self.attention_image)
+        step_tab = _beside([_caption("Generation step", LM_TOOLTIPS["step"]), self.play, self.step, self.step_info,
+                            _caption("Map beside it", TOOLTIPS["layer"]), self.step_layer, self.step_head],
+                           self.step_image)
+        self.tabs = w.Tab(children=[attention_tab, step_tab])
+        for index, tab_title in enumerate(("Attention", "Step by step")):
+            self.tabs.set_title(index, tab_title)
+        self.results = w.VBox([self.summary, self.tabs])
+        settings = w.HBox([self.decoding, self.temperature, self.top_k, self.seed],
+                          layout=w.Layout(flex_flow="row wrap", align_items="center"))
+        self.widget = w.VBox([w.HBox([_caption("Prompt:", LM_TOOLTIPS["prompt"]), self.prompt, self.generate]),
+                              settings, self.status, self.results])
+        self.widget.add_class("course-attention-explorer")
+        self.widget.add_class("course-language-model-explorer")
+
+        self.generate.on_click(self._on_generate)
+        self.prompt.observe(self._on_generate, names="value")
+        for control in (self.decoding, self.temperature, self.top_k, self.seed):
+            control.observe(self._on_settings, names="value")
+        for control in (self.layer, self.head):
+            control.observe(self._on_view, names="value")
+        for control in (self.step_layer, self.step_head):
+            control.observe(self._on_step_view, names="value")
+        self.step.observe(self._on_step_view, names="value")
+        self._enable_sampling_controls()
+        self._on_generate()
+        if self.analysis is None:
+            raise ValueError(f"the starting prompt cannot be continued: {self.error}") from self.exception
+
+    # --- callbacks -------------------------------------------------------------------------------------
+    def _on_settings(self, change=None) -> None:
+        """Greedy/sampling, temperature, top-k or seed changed: generate again with the new settings (greedy
+        decoding ignores the sampling settings: nothing to redo when one of those changes)."""
+        self._enable_sampling_controls()
+        if change is not None and change.get("owner") is not self.decoding and self.decoding.value == "greedy":
+            return
+        self._on_generate()
+
+    def _enable_sampling_controls(self) -> None:
+        for control in (self.temperature, self.top_k, self.seed):
+            control.disabled = self.decoding.value == "greedy"  # greedy ignores them
+
+    def _on_generate(self, *_) -> None:
+        """Continue the prompt in the text box and refresh everything (or clear it and say why not)."""
+        prompt = self.prompt.value
+        self.generate.description, self.generate.disabled = "Generating…", True
+        try:
+            analysis = analyze_language_model(
+                self.model, self.vocab, self.tokenizer, prompt, max_new_tokens=self.max_new_tokens,
+                greedy=self.decoding.value == "greedy", temperature=self.temperature.value,
+                top_k=self.top_k.value or None, seed=self.seed.value, n_candidates=self.n_candidates)
+        except Exception as error:  # any failure becomes one line in the widget, not a hidden traceback
+            self._fail(prompt, error)
+            return
+        finally:
+            self.generate.description, self.generate.disabled = "Generate", False
+        self.error = self.exception = None
+        self.status.value, self.status.layout.display = "", "none"
+        self.analysis = analysis
+        self.summary.value = _compact(language_model_summary_html(analysis))
+        self._refreshing = True
+        try:
+            for slider in (self.step, self.play):
+                slider.max = len(analysis.steps)  # first the limit, then the value (the slider clamps to the limit)
+                slider.value = len(analysis.steps)
+            for layer, head in ((self.layer, self.head), (self.step_layer, self.step_head)):
+                _fill_layer_head_menus(layer, head, len(analysis.names()), analysis.n_heads())
+        finally:
+            self._refreshing = False
+        self.results.layout.display = None
+        self._draw_attention()
+        self._draw_step()
+
+    def _fail(self, prompt: str, error: Exception) -> None:
+        """Say in one line why ``prompt`` was not continued, and clear the previous prompt's results."""
+        self.analysis, self.exception, self.error = None, error, one_line(error)
+        shown = f"“{prompt if len(prompt) <= 60 else prompt[:59] + '…'}”" if prompt.strip() else "an empty prompt"
+        self.status.value = _error_html(f"Could not continue {shown}", self.error)
+        self.status.layout.display = None
+        self.results.layout.display = "none"  # no stale map that could pass for this prompt's
+        self.summary.value = self.step_info.value = self.reading.value = ""
+        self.attention_image.value = self.step_image.value = b""
+
+    def _on_view(self, *_) -> None:
+        """The Attention tab's layer or head changed: redraw its heatmap."""
+        if not self._refreshing and self.analysis is not None:
+            self._draw_attention()
+
+    def _on_step_view(self, *_) -> None:
+        """The step slider or the Step-by-step tab's layer or head changed: redraw that tab."""
+        if not self._refreshing and self.analysis is not None:
+            self._draw_step()
+
+    def _draw_attention(self) -> None:
+        rows, cols = LM_AXES
+        self.reading.value = _compact(f"<b>Rows:</b> {rows}.<br><b>Columns:</b> {cols}.<br>{LM_READING} Each row "
+                                      "adds up to 1 (brighter = more attention); &lt;eos&gt; marks the end of a sentence.")
+        self.attention_image.value = _png(causal_attention_figure(self.analysis, self.layer.value,
+                                                                  _head_value(self.head)))
+
+    def _draw_step(self) -> None:
+        """Step ``step``: what was read, the candidates, and the map's rows and columns up to that step."""
+        step = min(max(self.step.value, 1), len(self.analysis.steps))
+        self.step_info.value = _compact(language_model_step_html(self.analysis, step))
+        self.step_image.value = _png(causal_attention_figure(self.analysis, self.step_layer.value,
+                                                             _head_value(self.step_head), upto_step=step))
+
+    # --- display -----------------------------------------------------------------------------------------
+    def static_figure(self) -> Figure:
+        """A picture of the current state: the chosen self-attention heatmap titled with prompt and continuation."""
+        if self.analysis is None:
+            raise ValueError(f"nothing to show: the last prompt could not be continued ({self.error})")
+        a = self.analysis
+        return causal_attention_figure(a, self.layer.value, _head_value(self.head),
+                                       title=f"{a.prompt.strip() or '(no prompt)'}\n→ {a.continuation} ({a.settings})")
+
+    def _repr_mimebundle_(self, include=None, exclude=None) -> dict:
+        """The widget for front ends that run widgets, a PNG of the current state for all others."""
+        return _display_bundle(self.widget, self.static_figure if self.analysis is not None else None,
+                               "Language-model explorer (interactive where widgets run: JupyterLab, VS Code, Colab; "
                                "elsewhere a picture of its starting state)")
 
     def show(self) -> None:

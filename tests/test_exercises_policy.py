@@ -5,7 +5,7 @@
   message never contains the expected value in any of its usual spellings.
 * Function exercises: a function that raises ``NotImplementedError`` is "not attempted" and one that
   crashes fails with the exception named (both through the shared ``call_student``).
-* Every ``check_*`` of ``nb00`` ... ``nb14`` is declared with ``@exercise`` and is in one of the two tables, so a
+* Every ``check_*`` of ``nb00`` ... ``nb15`` is declared with ``@exercise`` and is in one of the two tables, so a
   new checker cannot skip this.
 The per-notebook files ``test_exercises_nbNN.py`` test the right answers and the recognised mistakes of
 the function exercises.
@@ -21,7 +21,7 @@ import pytest
 
 from course_lib.exercises import NOT_ATTEMPTED, PASSED, Exercise, call_student
 
-MODULES = [importlib.import_module(f"course_lib.exercises.nb{n:02d}") for n in range(15)]
+MODULES = [importlib.import_module(f"course_lib.exercises.nb{n:02d}") for n in range(16)]
 
 
 def _checker(name: str):
@@ -141,7 +141,7 @@ FUNCTION_CHECKERS = {  # checker -> how many student functions it takes
     "nb10.check_warmup_lr": 1, "nb10.check_smoothed_targets": 1, "nb10.check_batch_padding_fraction": 1,
     "nb11.check_beam_step": 1, "nb12.check_rms_norm": 1, "nb12.check_parameter_count": 1,
     "nb12.check_rotate_pair": 1, "nb13.check_fixed_layer_norm": 1, "nb14.check_peak_lr": 1,
-    "nb14.check_unknown_rate": 1,
+    "nb14.check_unknown_rate": 1, "nb15.check_next_token_probs": 1, "nb15.check_language_model_loss": 1,
 }
 
 

@@ -97,6 +97,10 @@ CHEATS = {
     "14.1": ("course_lib.recipe", "peak_lr_for", "def peak_lr(d_model, layers):\n    return {ref}(d_model, layers)"),
     "14.2": ("course_lib.loading", "unknown_rate",
              "def unknown_rate_of(token_lists, vocab):\n    return {ref}([(s, s) for s in token_lists], vocab, vocab)[0]"),
+    "15.1": ("course_lib.gpt", "next_token_probs",
+             "def next_token_probs_mine(logits, temperature=1.0, top_k=None):\n    return {ref}(logits, temperature, top_k)"),
+    "15.2": ("course_lib.gpt", "language_model_loss",
+             "def language_model_loss_mine(logits, ids, pad_id):\n    return {ref}(logits, ids, pad_id)"),
 }
 
 # Right answers that break a "without X" rule: (exercise, what it does, the exercise cell's answer, expected rule).
@@ -247,7 +251,7 @@ def _with_solution(before: str, solution: str) -> str:
 
 def test_every_graded_coding_exercise_is_covered():
     coding = {t.exercise for t in hidden_tests.load_all().values() if t.kind == hidden_tests.FUNCTION}
-    assert len(coding) == 29
+    assert len(coding) == 31
     assert set(EXERCISES) == coding, "an exercise without a solution cell in its notebook"
     assert set(CHEATS) == coding, "add the course_lib solution of the new exercise to CHEATS"
     table = hidden_tests.rules_table()

@@ -18,13 +18,13 @@ def pack():
     return instructor_pack, instructor_pack.student_edition.hidden_registry()
 
 
-def test_the_plan_has_six_weeks_every_notebook_and_every_point(pack):
+def test_the_plan_has_seven_weeks_every_notebook_and_every_point(pack):
     module, registry = pack
     plan = module.course_plan(registry)
-    assert len(re.findall(r"^## Week \d", plan, flags=re.MULTILINE)) == 6
+    assert len(re.findall(r"^## Week \d", plan, flags=re.MULTILINE)) == 7
     for number in module.notebook_paths():
         assert re.search(rf"^\| {number} · ", plan, flags=re.MULTILINE), f"notebook {number} is not in the plan"
-    total = float(re.search(r"Points over the six weeks: ([\d.]+)", plan).group(1))
+    total = float(re.search(r"Points over the seven weeks: ([\d.]+)", plan).group(1))
     assert total == sum(test.points for test in registry.values())  # every hidden test's points are handed in
     assert "not stated" not in plan  # every notebook states its run time
 

@@ -328,7 +328,7 @@ class Exercise:
         return check_function(self.id, student_fn, reference_fn, cases, **options)
 
 
-EXERCISES: dict[str, Exercise] = {}  # exercise number -> its declaration, filled as nb00 ... nb14 are imported
+EXERCISES: dict[str, Exercise] = {}  # exercise number -> its declaration, filled as nb00 ... nb15 are imported
 
 
 def exercise(id: str, points: int, kind: str = FUNCTION) -> Callable[[Callable[..., CheckResult]], Exercise]:

@@ -1102,13 +1102,15 @@ class LanguageModelExplorer:
                                                   "Draw the next word at random from the model's probabilities"],
                                         style={"button_width": "80px"})
         # Sliders and the seed box show their tooltip on their description only, so they have one.
-        label = {"description_width": "80px"}
+        label = {"description_width": "initial"}  # the whole word "temperature", not "temperat…"
         self.temperature = w.FloatSlider(value=temperature, min=0.1, max=max(2.0, temperature), step=0.1,
                                          readout_format=".1f", description="temperature", continuous_update=False,
-                                         tooltip=LM_TOOLTIPS["temperature"], style=label, layout=w.Layout(width="270px"))
+                                         tooltip=LM_TOOLTIPS["temperature"], style=label,
+                                         layout=w.Layout(width="270px"))
         top_k_max = min(len(vocab), max(50, top_k or 0))
-        self.top_k = w.IntSlider(value=top_k or 0, min=0, max=top_k_max, description="top-k", continuous_update=False,
-                                 tooltip=LM_TOOLTIPS["top_k"], style=label, layout=w.Layout(width="270px"))
+        self.top_k = w.IntSlider(value=top_k or 0, min=0, max=top_k_max, description="top-k (0 = all)",
+                                 continuous_update=False, tooltip=LM_TOOLTIPS["top_k"], style=label,
+                                 layout=w.Layout(width="270px"))
         self.seed = w.BoundedIntText(value=seed, min=0, max=2**31 - 1, description="seed", tooltip=LM_TOOLTIPS["seed"],
                                      style={"description_width": "40px"}, layout=w.Layout(width="150px"))
         self.status = w.HTML(layout=w.Layout(display="none"))  # shown only for an error

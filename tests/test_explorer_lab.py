@@ -53,14 +53,15 @@ def _wait_for(predicate, timeout: float, what: str, interval: float = 0.25):
 
 
 @pytest.fixture()
-def jupyterlab(tmp_path):
-    """A JupyterLab server serving ``tmp_path/work``; yields (base URL, token)."""
+def jupyterlab(tmp_path, request):
+    """A JupyterLab server serving ``tmp_path/work`` with ``explorer.ipynb``, whose one cell is :data:`CELL`
+    (or the test's own, given by indirect parametrization); yields (base URL, token)."""
     skip_without_browser()  # before starting JupyterLab: nothing to look at without a browser
     work = tmp_path / "work"
     work.mkdir()
     notebook = {
         "cells": [{"cell_type": "code", "execution_count": None, "id": "explorer", "metadata": {}, "outputs": [],
-                   "source": CELL}],
+                   "source": getattr(request, "param", CELL)}],
         "metadata": {"kernelspec": {"display_name": "Python 3 (ipykernel)", "language": "python", "name": "python3"}},
         "nbformat": 4, "nbformat_minor": 5,
     }
@@ -152,27 +153,65 @@ return Array.from(box.querySelectorAll('select, input, button, textarea, .widget
 """
 
 
-def test_explorer_renders_and_responds_in_jupyterlab(jupyterlab):
+def run_the_cell(driver, base: str, token: str) -> None:
+    """Open ``explorer.ipynb`` in JupyterLab at the laptop size :data:`WINDOW` and run its cell from the UI."""
+    from selenium.common.exceptions import StaleElementReferenceException
     from selenium.webdriver.common.by import By
     from selenium.webdriver.common.keys import Keys
+
+    driver.execute_cdp_cmd("Emulation.setDeviceMetricsOverride",
+                           {"width": WINDOW[0], "height": WINDOW[1], "deviceScaleFactor": 1, "mobile": False})
+    driver.get(f"{base}/lab/tree/explorer.ipynb?token={token}")
+    page_config = json.loads(driver.execute_script(
+        "return document.getElementById('jupyter-config-data').textContent"))
+    assert ANNOUNCEMENTS in page_config.get("disabledExtensions", []), (
+        "JupyterLab would ask students about Jupyter news: run `make setup` (it disables " + ANNOUNCEMENTS + ")")
+    def shown_editors():
+        try:
+            return [e for e in driver.find_elements(By.CSS_SELECTOR, ".jp-Notebook .jp-Cell .cm-content")
+                    if e.is_displayed()]
+        except StaleElementReferenceException:  # JupyterLab redrew the cell while it was being looked at
+            return None
+
+    editor = _wait_for(shown_editors, 90, "the notebook to open in JupyterLab")[0]
+    # Wait until the kernel is connected and idle (status bar), then run the cell from the UI.
+    _wait_for(lambda: "| Idle" in driver.find_element(By.CSS_SELECTOR, "#jp-main-statusbar").text, 90,
+              "the kernel to become idle")
+    editor.click()
+    editor.send_keys(Keys.SHIFT, Keys.ENTER)
+
+
+def check_the_heatmaps_fit(driver, screenshot_name: str, tabs: tuple[str, ...] = ("Attention", "Step by step")) -> None:
+    """With the explorer's top at the top of the notebook area, the whole heatmap is in view (in every tab);
+    ends on the first tab."""
+    from selenium.webdriver.common.by import By
+
+    driver.execute_script("document.querySelector('.course-attention-explorer').scrollIntoView()")
+    for tab in tabs:
+        if tab != tabs[0]:
+            next(e for e in driver.find_elements(By.CSS_SELECTOR, ".course-attention-explorer .lm-TabBar-tab")
+                 if e.text == tab).click()
+        where = _wait_for(lambda: driver.execute_script(_GEOMETRY), 30, f"the heatmap in the {tab} tab")
+        if os.environ.get("COURSE_SCREENSHOT_DIR"):  # for a person to look at
+            name = f"{screenshot_name}_{tab.lower().replace(' ', '_')}.png"
+            driver.save_screenshot(str(Path(os.environ["COURSE_SCREENSHOT_DIR"]) / name))
+        assert where["window"] == list(WINDOW), where
+        box, image, area = where["box"], where["image"], where["area"]
+        assert image["bottom"] - box["top"] <= area["bottom"] - area["top"], (
+            f"{tab}: the heatmap ends {image['bottom'] - box['top']:.0f} px below the explorer's top, but the "
+            f"notebook shows only {area['bottom'] - area['top']:.0f} px at {WINDOW[0]} x {WINDOW[1]}: {where}")
+        assert image["right"] <= area["right"], f"{tab}: the heatmap is cut off on the right: {where}"
+    next(e for e in driver.find_elements(By.CSS_SELECTOR, ".course-attention-explorer .lm-TabBar-tab")
+         if e.text == tabs[0]).click()
+
+
+def test_explorer_renders_and_responds_in_jupyterlab(jupyterlab):
+    from selenium.webdriver.common.by import By
     from selenium.webdriver.support.ui import Select
 
     base, token = jupyterlab
     with headless_chromium(*WINDOW) as driver:
-        driver.execute_cdp_cmd("Emulation.setDeviceMetricsOverride",
-                               {"width": WINDOW[0], "height": WINDOW[1], "deviceScaleFactor": 1, "mobile": False})
-        driver.get(f"{base}/lab/tree/explorer.ipynb?token={token}")
-        page_config = json.loads(driver.execute_script(
-            "return document.getElementById('jupyter-config-data').textContent"))
-        assert ANNOUNCEMENTS in page_config.get("disabledExtensions", []), (
-            "JupyterLab would ask students about Jupyter news: run `make setup` (it disables " + ANNOUNCEMENTS + ")")
-        editor = _wait_for(lambda: [e for e in driver.find_elements(By.CSS_SELECTOR, ".jp-Notebook .jp-Cell .cm-content")
-                                    if e.is_displayed()], 90, "the notebook to open in JupyterLab")[0]
-        # Wait until the kernel is connected and idle (status bar), then run the cell from the UI.
-        _wait_for(lambda: "| Idle" in driver.find_element(By.CSS_SELECTOR, "#jp-main-statusbar").text, 90,
-                  "the kernel to become idle")
-        editor.click()
-        editor.send_keys(Keys.SHIFT, Keys.ENTER)
+        run_the_cell(driver, base, token)
         state = _wait_for(lambda: driver.execute_script(_STATE), 120, "the explorer widget to appear")
         state = _wait_for(lambda: (s := driver.execute_script(_STATE)) and len(s["images"]) >= 2
                           and all(w > 0 for w, _ in s["images"][:1]) and s, 60, "the heatmap image to load")
@@ -187,24 +226,7 @@ def test_explorer_renders_and_responds_in_jupyterlab(jupyterlab):
         assert state["fallback_png"] == 0, "JupyterLab showed the static picture instead of the widget"
         assert driver.execute_script(_UNEXPLAINED) == [], "controls without a tooltip"
 
-        # With the explorer's top at the top of the notebook area, the whole heatmap is in view (in both tabs).
-        driver.execute_script("document.querySelector('.course-attention-explorer').scrollIntoView()")
-        for tab in ("Attention", "Step by step"):
-            if tab != "Attention":
-                next(e for e in driver.find_elements(By.CSS_SELECTOR, ".course-attention-explorer .lm-TabBar-tab")
-                     if e.text == tab).click()
-            where = _wait_for(lambda: driver.execute_script(_GEOMETRY), 30, f"the heatmap in the {tab} tab")
-            if os.environ.get("COURSE_SCREENSHOT_DIR"):  # for a person to look at
-                name = f"explorer_in_jupyterlab_{tab.lower().replace(' ', '_')}.png"
-                driver.save_screenshot(str(Path(os.environ["COURSE_SCREENSHOT_DIR"]) / name))
-            assert where["window"] == list(WINDOW), where
-            box, image, area = where["box"], where["image"], where["area"]
-            assert image["bottom"] - box["top"] <= area["bottom"] - area["top"], (
-                f"{tab}: the heatmap ends {image['bottom'] - box['top']:.0f} px below the explorer's top, but the "
-                f"notebook shows only {area['bottom'] - area['top']:.0f} px at {WINDOW[0]} x {WINDOW[1]}: {where}")
-            assert image["right"] <= area["right"], f"{tab}: the heatmap is cut off on the right: {where}"
-        next(e for e in driver.find_elements(By.CSS_SELECTOR, ".course-attention-explorer .lm-TabBar-tab")
-             if e.text == "Attention").click()
+        check_the_heatmaps_fit(driver, "explorer_in_jupyterlab")
 
         # Choose head 2: the kernel redraws the heatmap and the browser receives the new picture.
         before = state["first_image"]

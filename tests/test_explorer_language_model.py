@@ -12,6 +12,7 @@ import base64
 import numpy as np
 import pytest
 import torch
+from test_explorer_lab import jupyterlab  # noqa: F401  (the JupyterLab server of the browser test, at the end)
 from torch import nn
 
 from course_lib.data import default_tokenizers
@@ -374,3 +375,61 @@ def test_a_gpt_built_from_supplied_parts_works_too(source, vocab, tokenizer):
     assert explorer.analysis.ids == analyze_language_model(model, vocab, tokenizer, PROMPT, max_new_tokens=8).ids
     explorer.head.value = 0
     assert bytes(explorer.attention_image.value).startswith(PNG)
+
+
+# ---------------------------------------------------------------------------------------------------- in a browser
+
+LAB_CELL = """import torch
+from course_lib.data import default_tokenizers
+from course_lib.explorer import LanguageModelExplorer
+from course_lib.gpt import GPT, GPTConfig, encode_sentences, make_batches, train_language_model
+from course_lib.tokenization import Vocab
+
+tokenizer = default_tokenizers()[1]
+sentences = [tokenizer(f"{s} {v} {o}.") for s in ("the cat", "the dog", "a small bird")
+             for v in ("sees", "likes") for o in ("the ball", "a mouse")]
+vocab = Vocab.build(sentences)
+torch.manual_seed(0)
+model = GPT(GPTConfig(vocab_size=len(vocab), d_model=32, n_heads=4, d_ff=64, max_len=24))
+batches = make_batches(encode_sentences(sentences, vocab), 12, seed=0)
+train_language_model(model, batches, batches, steps=60, warmup=20, lr_factor=2.0, eval_every=60, log=None)
+LanguageModelExplorer(model, vocab, tokenizer, prompt="the cat")"""
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("jupyterlab", [LAB_CELL], indirect=True, ids=["language model"])
+def test_language_model_explorer_renders_and_responds_in_jupyterlab(jupyterlab):  # noqa: F811 (the fixture)
+    """As tests/test_explorer_lab.py for the translator: the widget (not the static picture) appears in
+    JupyterLab, fits a laptop screen in both tabs, every control has a tooltip, and the kernel answers a
+    changed head and a switch to sampling."""
+    from chromium import headless_chromium
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.ui import Select
+    from test_explorer_lab import _STATE, _UNEXPLAINED, WINDOW, _wait_for, check_the_heatmaps_fit, run_the_cell
+
+    base, token = jupyterlab
+    with headless_chromium(*WINDOW) as driver:
+        run_the_cell(driver, base, token)
+        _wait_for(lambda: driver.execute_script(_STATE), 180, "the explorer widget to appear")
+        state = _wait_for(lambda: (s := driver.execute_script(_STATE)) and len(s["images"]) >= 2
+                          and all(w > 0 for w, _ in s["images"][:1]) and s, 60, "the heatmap image to load")
+        assert state["tabs"][:2] == ["Attention", "Step by step"], state["tabs"]
+        assert "Continuation (greedy)" in state["summary"] and "Whole sentence" in state["summary"], \
+            state["summary"][:500]
+        assert "rows: word that reads" in state["summary"].replace("Rows:", "rows:"), state["summary"][:800]
+        assert any("all heads (mean)" in options and "head 4 of 4" in options for options in state["selects"])
+        assert any("layer 2 of 2 (last)" in options for options in state["selects"]), state["selects"]
+        assert state["fallback_png"] == 0, "JupyterLab showed the static picture instead of the widget"
+        assert driver.execute_script(_UNEXPLAINED) == [], "controls without a tooltip"
+        check_the_heatmaps_fit(driver, "language_model_explorer_in_jupyterlab")
+
+        before = state["first_image"]
+        head_menu = next(s for s in driver.find_elements(By.CSS_SELECTOR, ".course-attention-explorer select")
+                         if s.is_displayed() and "all heads (mean)" in s.text.replace("\xa0", " "))
+        Select(head_menu).select_by_visible_text("head 2 of 4")
+        _wait_for(lambda: driver.execute_script(_STATE)["first_image"] != before, 60,
+                  "the heatmap to change after choosing head 2")
+        next(e for e in driver.find_elements(By.CSS_SELECTOR, ".course-attention-explorer button")
+             if e.text == "sampling").click()
+        _wait_for(lambda: "Continuation (sampling, temperature 1, every word, seed 0)"
+                  in driver.execute_script(_STATE)["summary"], 60, "the sentence to be sampled")

@@ -362,11 +362,13 @@ def test_a_gpt_built_from_supplied_parts_works_too(source, vocab, tokenizer):
     torch.manual_seed(1)
     model = GPT(_config(vocab), parts).eval()
     assert model.parts
+    # course_lib's layers with a supplied norm cache keys and values; the student's attention, its inputs
+    expected_cache = "keys-values" if source == "layer_norm" else "inputs"
     for greedy in (True, False):
         analysis = analyze_language_model(model, vocab, tokenizer, PROMPT, max_new_tokens=8, greedy=greedy, seed=2)
         expected = generate(model, _prompt_ids(vocab, tokenizer, PROMPT), 8, greedy=greedy,
                             generator=torch.Generator().manual_seed(2))
-        assert analysis.ids == expected[0].tolist()
+        assert analysis.ids == expected[0].tolist() and analysis.cache == expected_cache
         assert analysis.names() == ["layers.0.self_attn", "layers.1.self_attn"]
         for stack in analysis.attention.values():
             assert stack.shape == (4, len(analysis.ids), len(analysis.ids))
@@ -375,6 +377,22 @@ def test_a_gpt_built_from_supplied_parts_works_too(source, vocab, tokenizer):
     assert explorer.analysis.ids == analyze_language_model(model, vocab, tokenizer, PROMPT, max_new_tokens=8).ids
     explorer.head.value = 0
     assert bytes(explorer.attention_image.value).startswith(PNG)
+
+
+def test_a_model_on_another_device_is_analysed_as_on_the_cpu(model, vocab, tokenizer, greedy):
+    """The prompt's ids are made on the model's device (tests/emulated_device.py: mixing devices raises).
+    Sampling is not checked here: the emulated device has no random generator of its own (a GPU has)."""
+    import copy
+
+    from emulated_device import OTHER, EmulatedDevice
+
+    with EmulatedDevice():
+        moved = copy.deepcopy(model).to(OTHER)
+        analysis = analyze_language_model(moved, vocab, tokenizer, PROMPT)
+    assert analysis.ids == greedy.ids
+    assert np.allclose(analysis.next_token_probs, greedy.next_token_probs, atol=1e-6)
+    for name, stack in greedy.attention.items():
+        assert np.allclose(analysis.attention[name], stack, atol=1e-6), name
 
 
 # ---------------------------------------------------------------------------------------------------- in a browser

@@ -29,7 +29,14 @@ encoder_layer        08       ``EncoderLayer(d_model, n_heads, d_ff, norm_first=
                               ``(x, src_mask)`` -> same shape as x
 decoder_layer        09       ``DecoderLayer(d_model, n_heads, d_ff, norm_first=False)``;
                               ``(x, memory, tgt_mask, src_mask)`` -> same shape as x
+decoder_only_layer   15       ``DecoderOnlyLayer(d_model, n_heads, d_ff, norm_first=False)``; ``(x, mask)``
+                              -> same shape as x, ``mask`` ``(batch, 1, seq, seq)`` padding AND causal;
+                              no output depends on a later position, nor on a key the mask blocks
 ==================== ======== ==================================================================
+
+The translator (:class:`course_lib.model.Transformer`, notebooks 10-13) is built from every part but
+``decoder_only_layer``; the GPT of notebook 15 (:class:`course_lib.gpt.GPT`) from every part but
+``encoder_layer`` and ``decoder_layer`` (:data:`USED_BY`).
 
 Where a part starts is part of its contract, because the model keeps it: the embedding table N(0, 1/d_model)
 with a zero ``<pad>`` row, LayerNorm's gamma all 1 and beta all 0, a projection's bias 0 or within nn.Linear's
@@ -100,6 +107,13 @@ PARTS: tuple[PartSpec, ...] = (
 if tuple(spec.name for spec in PARTS) != PART_NAMES:  # one list of parts: the model's
     raise ImportError("course_lib.student.contracts.PARTS must name the parts of course_lib.builders.PART_NAMES, in order")
 SPECS: dict[str, PartSpec] = {spec.name: spec for spec in PARTS}
+LAYER_PARTS: tuple[str, ...] = ("encoder_layer", "decoder_layer", "decoder_only_layer")  # built with a norm_first
+# The parts each model is built from, in course order: the translator has no decoder-only block, the GPT no
+# encoder or encoder-decoder layer.
+USED_BY: dict[str, tuple[str, ...]] = {
+    "transformer": tuple(name for name in PART_NAMES if name != "decoder_only_layer"),
+    "gpt": tuple(name for name in PART_NAMES if name not in ("encoder_layer", "decoder_layer")),
+}
 
 
 class PartContractError(ValueError):
@@ -152,8 +166,25 @@ def _probe_ids(generator: torch.Generator) -> torch.Tensor:
     return ids
 
 
+def _changed(x: torch.Tensor, index, scale: float = 10.0) -> torch.Tensor:
+    """A copy of ``x`` with random noise (times ``scale``) added at ``index``: random, not a constant, because a
+    LayerNorm removes a constant added to every feature (a pre-norm layer would never see the change)."""
+    changed = x.clone()
+    changed[index] += scale * torch.randn(changed[index].shape, generator=torch.Generator().manual_seed(12))
+    return changed
+
+
 def _unchanged(a: torch.Tensor, b: torch.Tensor) -> bool:
     return bool(torch.allclose(a, b, atol=1e-5, rtol=1e-4))
+
+
+def _same_twice(part: str, module: nn.Module, *inputs, **kwargs) -> None:
+    """A module in eval mode must compute the same output twice: else the probes would blame the wrong promise."""
+    first, second = _call(part, module, *inputs, **kwargs), _call(part, module, *inputs, **kwargs)
+    if isinstance(first, torch.Tensor) and isinstance(second, torch.Tensor) and first.shape == second.shape and not \
+            torch.allclose(first, second, atol=1e-5, rtol=1e-4, equal_nan=True):
+        raise PartContractError(part, "gives a different output each time it is called in eval mode: dropout is "
+                                "applied even after .eval() (use nn.Dropout, or F.dropout(..., training=self.training))")
 
 
 def check_token_embedding(factory) -> None:
@@ -232,17 +263,16 @@ def check_multi_head_attention(factory) -> None:
     mask = torch.ones(2, 1, 1, 7, dtype=torch.bool)
     mask[1, ..., 4:] = False
     with torch.no_grad():
+        _same_twice("multi_head_attention", module, x, memory, memory, mask=mask)
         out = _call("multi_head_attention", module, x, memory, memory, mask=mask)
         _expect_tensor("multi_head_attention", out, (2, 5, _D_MODEL))
-        changed = memory.clone()
-        changed[1, 4:] += 10.0  # only masked key positions change
+        changed = _changed(memory, (1, slice(4, None)))  # only masked key positions change
         if not _unchanged(out, _call("multi_head_attention", module, x, changed, changed, mask=mask)):
             raise PartContractError("multi_head_attention", "attends to masked positions: changing keys where "
                                     "the mask is False changed the output")
         causal = torch.ones(5, 5, dtype=torch.bool).tril()
         out = _call("multi_head_attention", module, x, x, x, mask=causal)
-        later = x.clone()
-        later[:, 3:] += 10.0  # change positions 3 and 4 only
+        later = _changed(x, (slice(None), slice(3, None)))  # change positions 3 and 4 only
         again = _call("multi_head_attention", module, later, later, later, mask=causal)
         if not _unchanged(out[:, :3], again[:, :3]):
             raise PartContractError("multi_head_attention", "leaks the future: with a causal mask, changing "
@@ -304,8 +334,7 @@ def check_feed_forward(factory) -> None:
     x = torch.randn(2, 5, _D_MODEL, generator=torch.Generator().manual_seed(5))
     with torch.no_grad():
         out = _expect_tensor("feed_forward", _call("feed_forward", module, x), (2, 5, _D_MODEL))
-        changed = x.clone()
-        changed[:, 2] += 5.0
+        changed = _changed(x, (slice(None), 2), 5.0)
         again = _call("feed_forward", module, changed)
     keep = [0, 1, 3, 4]
     if not _unchanged(out[:, keep], again[:, keep]):
@@ -319,9 +348,9 @@ def check_encoder_layer(factory, norm_first: bool = False) -> None:
     src_mask = torch.ones(2, 1, 1, 6, dtype=torch.bool)
     src_mask[1, ..., 4:] = False  # (batch, 1, 1, src_len)
     with torch.no_grad():
+        _same_twice("encoder_layer", module, x, src_mask)
         out = _expect_tensor("encoder_layer", _call("encoder_layer", module, x, src_mask), (2, 6, _D_MODEL))
-        changed = x.clone()
-        changed[1, 4:] += 10.0
+        changed = _changed(x, (1, slice(4, None)))
         again = _call("encoder_layer", module, changed, src_mask)
     if not _unchanged(out[1, :4], again[1, :4]):
         raise PartContractError("encoder_layer", "attends to masked positions: changing <pad> positions changed "
@@ -338,18 +367,45 @@ def check_decoder_layer(factory, norm_first: bool = False) -> None:
     src_mask[1, ..., 4:] = False
     tgt_mask = torch.ones(5, 5, dtype=torch.bool).tril()[None, None]  # (1, 1, tgt_len, tgt_len)
     with torch.no_grad():
+        _same_twice("decoder_layer", module, x, memory, tgt_mask, src_mask)
         out = _call("decoder_layer", module, x, memory, tgt_mask, src_mask)
         _expect_tensor("decoder_layer", out, (2, 5, _D_MODEL))
-        later = x.clone()
-        later[:, 3:] += 10.0
+        later = _changed(x, (slice(None), slice(3, None)))
         if not _unchanged(out[:, :3], _call("decoder_layer", module, later, memory, tgt_mask, src_mask)[:, :3]):
             raise PartContractError("decoder_layer", "leaks the future: changing later target positions changed "
                                     "the output at earlier ones (is tgt_mask passed to self-attention?)")
-        changed = memory.clone()
-        changed[1, 4:] += 10.0
+        changed = _changed(memory, (1, slice(4, None)))
         if not _unchanged(out, _call("decoder_layer", module, x, changed, tgt_mask, src_mask)):
             raise PartContractError("decoder_layer", "attends to masked positions: changing padded source "
                                     "positions changed the output (is src_mask passed to cross-attention?)")
+
+
+def check_decoder_only_layer(factory, norm_first: bool = False) -> None:
+    """``DecoderOnlyLayer(...)``: shape kept; no output depends on a later position (a GPT's promise: the logits
+    at position t must not see token t + 1, the one they predict), nor on a key the mask blocks."""
+    module = _module("decoder_only_layer", factory, _D_MODEL, _N_HEADS, _D_FF, norm_first=norm_first)
+    x = torch.randn(2, 6, _D_MODEL, generator=torch.Generator().manual_seed(8))  # (batch, seq, d_model)
+    keys = torch.ones(2, 1, 1, 6, dtype=torch.bool)
+    keys[1, ..., 2] = False  # sentence 1: key 2 is blocked (an earlier key, so the causal mask alone keeps it visible)
+    mask = keys & torch.ones(6, 6, dtype=torch.bool).tril()  # (batch, 1, seq, seq): padding AND causal
+    with torch.no_grad():
+        _same_twice("decoder_only_layer", module, x, mask)
+        out = _call("decoder_only_layer", module, x, mask)
+        _expect_tensor("decoder_only_layer", out, (2, 6, _D_MODEL))
+        for t in range(1, 6):  # change positions t.. only: the outputs at 0..t-1 must stay as they were
+            later = _changed(x, (slice(None), slice(t, None)))
+            again = _call("decoder_only_layer", module, later, mask)
+            if not _unchanged(out[:, :t], again[:, :t]):
+                raise PartContractError("decoder_only_layer", "leaks the future: with a causal mask, changing the "
+                                        f"input at positions {t} and later changed the output at earlier ones (is "
+                                        "mask passed to self-attention?)")
+        changed = _changed(x, (1, 2))  # only the blocked key of sentence 1
+        again = _call("decoder_only_layer", module, changed, mask)
+    others = [0, 1, 3, 4, 5]
+    if not _unchanged(out[1, others], again[1, others]):
+        raise PartContractError("decoder_only_layer", "attends to masked positions: changing a key the mask blocks "
+                                "changed the output at other positions (is the mask it is given passed to "
+                                "self-attention, rather than a causal mask of its own?)")
 
 
 _CHECKS = {
@@ -363,6 +419,7 @@ _CHECKS = {
     "feed_forward": check_feed_forward,
     "encoder_layer": check_encoder_layer,
     "decoder_layer": check_decoder_layer,
+    "decoder_only_layer": check_decoder_only_layer,
 }
 
 
@@ -382,7 +439,7 @@ def check_part(name: str, part, norm_first: bool = False, fully_masked_rows: boo
     if not callable(part):
         raise PartContractError(name, f"must be a function or class, got {type(part).__name__}")
     torch.manual_seed(0)  # the parts' own random initialisation: the same every time
-    if name in ("encoder_layer", "decoder_layer"):
+    if name in LAYER_PARTS:
         _CHECKS[name](part, norm_first=norm_first)
     elif name == "attention":
         _CHECKS[name](part, fully_masked_rows=fully_masked_rows)

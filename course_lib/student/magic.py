@@ -14,7 +14,8 @@ there exactly as later notebooks will, and checks the part against its contract
 the cell, the names it defines are the saved file's (``bind_names``): the cells below run the student's saved
 part (or, when the cell is still a stub or was refused, the last saved version, else ``course_lib``'s twin,
 and the message says which). Later notebooks import it (``from my_transformer.attention import attention``) and the capstone
-(notebook 13) assembles every saved part into the model that trains. The file gets the usual
+(notebook 13) assembles every saved part into the model that trains; notebook 15 saves one more part, a GPT's
+block (``%%my_part decoder_only_layer``), and builds a language model from the same parts. The file gets the usual
 imports at the top; an import of another saved part goes in the cell itself, so it is visible.
 """
 
@@ -56,7 +57,9 @@ def keep_part(module: str, source: str, directory: str | Path = ".", package: st
                 continue
             if not hasattr(loaded, spec.attribute):
                 raise PartContractError(spec.name, f"is missing: the cell defines no {spec.attribute}")
-            check_part(spec.name, getattr(loaded, spec.attribute), fully_masked_rows=False)  # 06 adds that one
+            for norm_first in _placements(spec.name):
+                check_part(spec.name, getattr(loaded, spec.attribute), norm_first,
+                           fully_masked_rows=False)  # 06 adds that one
             checked.append(f"{spec.attribute} ({spec.name})")
         return checked
     except Exception:
@@ -65,6 +68,12 @@ def keep_part(module: str, source: str, directory: str | Path = ".", package: st
         else:
             path.write_text(previous, encoding="utf-8")
         raise
+
+
+def _placements(part: str) -> tuple[bool, ...]:
+    """The norm placements a saved part is checked in: post-norm, and for a GPT's block pre-norm too (notebook 15's
+    GPT trains pre-norm; the translator's layers are saved in notebooks 08-09 and first trained post-norm)."""
+    return (False, True) if part == "decoder_only_layer" else (False,)
 
 
 def fully_masked_note(part: str, fn) -> str | None:

@@ -3,7 +3,7 @@
 Every saved part is a file ``<directory>/my_transformer/<module>.py`` (the notebooks' folder holds the
 package). Saving is atomic; importing is always fresh (an earlier import of the package is dropped, so a
 part saved again in a notebook is the one that runs) and goes through :func:`fresh_import` alone, for the
-magic's check right after saving, for :func:`load_my_parts` (notebook 13, the command line, the bug finder)
+magic's check right after saving, for :func:`load_my_parts` (notebooks 13 and 15, the command line, the bug finder)
 and for the ownership table.
 """
 

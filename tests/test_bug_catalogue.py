@@ -16,10 +16,11 @@ from torch import nn
 
 from course_lib.attention import MultiHeadAttention, scaled_dot_product_attention
 from course_lib.embeddings import TokenEmbedding, sinusoidal_table
-from course_lib.layers import DecoderLayer, EncoderLayer, LayerNorm, PositionwiseFeedForward
+from course_lib.layers import DecoderLayer, DecoderOnlyLayer, EncoderLayer, LayerNorm, PositionwiseFeedForward
 from course_lib.masks import causal_mask, padding_mask
 from course_lib.student import compare as part_compare
 from course_lib.student.bug_finder import find_my_bug
+from course_lib.student.contracts import LAYER_PARTS, USED_BY
 
 
 def course_encoder_layer(d_model, n_heads, d_ff, norm_first=False):
@@ -30,11 +31,15 @@ def course_decoder_layer(d_model, n_heads, d_ff, norm_first=False):
     return DecoderLayer(d_model, n_heads, d_ff, 0.0, norm_first)
 
 
+def course_decoder_only_layer(d_model, n_heads, d_ff, norm_first=False):
+    return DecoderOnlyLayer(d_model, n_heads, d_ff, 0.0, norm_first)
+
+
 GOOD = {"token_embedding": TokenEmbedding, "positional_encoding": sinusoidal_table,
         "attention": scaled_dot_product_attention, "multi_head_attention": MultiHeadAttention,
         "padding_mask": padding_mask, "causal_mask": causal_mask, "layer_norm": LayerNorm,
         "feed_forward": PositionwiseFeedForward, "encoder_layer": course_encoder_layer,
-        "decoder_layer": course_decoder_layer}
+        "decoder_layer": course_decoder_layer, "decoder_only_layer": course_decoder_only_layer}
 
 
 # ----------------------------------------------------------------------------- building blocks for the variants
@@ -181,6 +186,65 @@ class Decoder(nn.Module):
         if m == "residual_outside_norm":
             return x + n3(self.ff(x))
         return n3(x + self.ff(x))
+
+
+class DecoderOnly(nn.Module):
+    """A GPT block (notebook 15) a student might write on course_lib's sub-modules; ``mistake`` plants one."""
+
+    def __init__(self, d_model, n_heads, d_ff, norm_first=False, mistake=None):
+        super().__init__()
+        self.attn, self.ff = MultiHeadAttention(d_model, n_heads), PositionwiseFeedForward(d_model, d_ff)
+        self.n1, self.n2 = LayerNorm(d_model), LayerNorm(d_model)
+        self.norm_first, self.mistake = norm_first, mistake
+        if mistake == "frozen_norm":  # "the norm's gain needs no training"
+            self.n2.weight.requires_grad_(False)
+
+    def forward(self, x, mask):
+        m = self.mistake
+        if m == "no_mask":
+            mask = None
+        elif m == "own_causal":  # a causal mask of its own: the padding in the mask it is given is lost
+            mask = torch.ones(x.size(1), x.size(1), dtype=torch.bool).tril()
+        if m == "ffn_first":
+            x = self.n1(x + self.ff(x))
+            return self.n2(x + self.attn(x, x, x, mask=mask))
+        if self.norm_first != (m == "placement"):
+            h = self.n1(x)
+            x = (h if m == "normed_residual" else x) + self.attn(h, h, h, mask=mask)
+            return x + self.ff(self.n2(x))
+        x = self.n1((0 if m == "no_residual" else x) + self.attn(x, x, x, mask=mask))
+        if m == "residual_outside_norm":
+            return x + self.n2(self.ff(x))
+        out = self.n2(x + self.ff(x))
+        return F.dropout(out, 0.1, training=True) if m == "dropout" else out
+
+
+class ReusingDecoderOnly(DecoderOnly):
+    """Calls n1 for both sub-blocks; n2 is created and never used."""
+
+    def forward(self, x, mask):
+        if self.norm_first:
+            h = self.n1(x)
+            x = x + self.attn(h, h, h, mask=mask)
+            return x + self.ff(self.n1(x))
+        x = self.n1(x + self.attn(x, x, x, mask=mask))
+        return self.n1(x + self.ff(x))
+
+
+class TorchMaskDecoderOnly(nn.Module):
+    """Built on nn.MultiheadAttention and hands it the course's mask as it is: PyTorch reads True as *blocked*."""
+
+    def __init__(self, d_model, n_heads, d_ff, norm_first=False):
+        super().__init__()
+        self.attn = nn.MultiheadAttention(d_model, n_heads, batch_first=True)
+        self.ff = nn.Sequential(nn.Linear(d_model, d_ff), nn.ReLU(), nn.Linear(d_ff, d_model))
+        self.n1, self.n2 = nn.LayerNorm(d_model), nn.LayerNorm(d_model)
+
+    def forward(self, x, mask):
+        b, n, _ = x.shape
+        given = mask.expand(b, 1, n, n)[:, 0].repeat_interleave(self.attn.num_heads, dim=0)  # (b * heads, n, n)
+        x = self.n1(x + self.attn(x, x, x, attn_mask=given, need_weights=False)[0])
+        return self.n2(x + self.ff(x))
 
 
 class StartNorm(Norm):
@@ -338,6 +402,12 @@ class StartNormDecoder(Decoder):
         self.norms[1] = StartNorm(d_model, beta="ones")
 
 
+class StartNormDecoderOnly(DecoderOnly):
+    def __init__(self, d_model, n_heads, d_ff, norm_first=False):
+        super().__init__(d_model, n_heads, d_ff, norm_first)
+        self.n1 = StartNorm(d_model, gamma="zeros")
+
+
 def factory(cls, **fixed):
     """A factory with the part's constructor signature that plants ``fixed`` settings."""
     def build(*args, **kwargs):
@@ -417,6 +487,28 @@ BUGS = [
     ("multi_head_attention", SharedProjectionMHA, "wk.weight, wk.bias never get a gradient"),
     ("feed_forward", FrozenFFN, "frozen"),
     ("token_embedding", NoGradEmbedding, "table.weight never gets a gradient"),
+    # notebook 15: a GPT's block, masked self-attention then feed-forward (the articles' "decoder with no
+    # causal mask" first: the loss falls, then generation is useless)
+    ("decoder_only_layer", factory(DecoderOnly, mistake="no_mask"),
+     "leaks the future: with a causal mask, changing the input at positions 1 and later changed the output at "
+     "earlier ones (is mask passed to self-attention?); likely cause: calls masked self-attention without any mask"),
+    ("decoder_only_layer", factory(DecoderOnly, mistake="own_causal"),
+     "attends to masked positions: changing a key the mask blocks changed the output at other positions"),
+    ("decoder_only_layer", factory(DecoderOnly, mistake="no_residual"),
+     "has no residual connection around masked self-attention"),
+    ("decoder_only_layer", factory(DecoderOnly, mistake="placement"), "(pre-norm) although norm_first=False"),
+    ("decoder_only_layer", factory(DecoderOnly, mistake="ffn_first"),
+     "runs the feed-forward block before masked self-attention"),
+    ("decoder_only_layer", factory(DecoderOnly, mistake="normed_residual"),
+     "with norm_first=True (pre-norm, as notebook 15's GPT trains): adds the output of masked self-attention to "
+     "the normalised input"),
+    ("decoder_only_layer", factory(DecoderOnly, mistake="residual_outside_norm"),
+     "adds the residual after the norm around the feed-forward block"),
+    ("decoder_only_layer", factory(DecoderOnly, mistake="dropout"), "dropout is applied even after .eval()"),
+    ("decoder_only_layer", factory(DecoderOnly, mistake="frozen_norm"), "parameter n2.weight is frozen"),
+    ("decoder_only_layer", ReusingDecoderOnly, "n2.weight, n2.bias never get a gradient"),
+    ("decoder_only_layer", StartNormDecoderOnly, "its LayerNorm n1 does not start as plain normalisation"),
+    ("decoder_only_layer", TorchMaskDecoderOnly, "returned NaN"),
 ]
 
 
@@ -631,6 +723,45 @@ class AnnotatedEncoder(nn.Module):
         return self.sublayer[1](x, self.ff)
 
 
+class AnnotatedDecoderOnly(nn.Module):
+    """The Annotated Transformer's style for a GPT block: residual wrappers, a fused einsum attention, nn.Sequential."""
+
+    def __init__(self, d_model, n_heads, d_ff, norm_first=False):
+        super().__init__()
+        self.sublayer = nn.ModuleList(SublayerConnection(d_model, norm_first) for _ in range(2))
+        self.attn, self.ff = FusedEinsumMHA(d_model, n_heads), sequential_ffn(d_model, d_ff)
+
+    def forward(self, x, mask):
+        x = self.sublayer[0](x, lambda h: self.attn(h, h, h, mask))
+        return self.sublayer[1](x, self.ff)
+
+
+class CourseModulesDecoderOnly(nn.Module):
+    """course_lib's modules under other names, the feed-forward created first, the norms in a ModuleList, the mask
+    passed by keyword and the branches written with the sum first."""
+
+    def __init__(self, d_model, n_heads, d_ff, norm_first=False):
+        super().__init__()
+        self.mlp = PositionwiseFeedForward(d_model, d_ff)
+        self.lns = nn.ModuleList(LayerNorm(d_model) for _ in range(2))
+        self.causal_attention = MultiHeadAttention(d_model, n_heads)
+        self.pre = norm_first
+
+    def forward(self, x, mask):
+        ln_1, ln_2 = self.lns
+        if self.pre:
+            h = ln_1(x)
+            x = self.causal_attention(query=h, key=h, value=h, mask=mask) + x
+            return self.mlp(ln_2(x)) + x
+        x = ln_1(self.causal_attention(query=x, key=x, value=x, mask=mask) + x)
+        return ln_2(self.mlp(x) + x)
+
+
+def encoder_layer_as_gpt_block(d_model, n_heads, d_ff, norm_first=False):
+    """The course's encoder layer itself: given a causal mask it is a GPT block (notebook 15's point)."""
+    return EncoderLayer(d_model, n_heads, d_ff, 0.0, norm_first)
+
+
 CORRECT = [
     ("token_embedding", RawEmbedding),
     ("positional_encoding", pe_with_exp),
@@ -650,6 +781,10 @@ CORRECT = [
     ("feed_forward", XavierZeroBiasFFN),
     ("encoder_layer", AnnotatedEncoder),
     ("decoder_layer", AnnotatedDecoder),
+    ("decoder_only_layer", AnnotatedDecoderOnly),
+    ("decoder_only_layer", CourseModulesDecoderOnly),
+    ("decoder_only_layer", encoder_layer_as_gpt_block),
+    ("decoder_only_layer", ReorderedEncoder),  # the student's own encoder layer, other names: a GPT block too
     *GOOD.items(),
 ]
 
@@ -669,7 +804,7 @@ def test_every_planted_bug_is_named_with_its_hint(part, buggy, words):
 @pytest.mark.parametrize("norm_first", [False, True])
 @pytest.mark.parametrize(("part", "correct"), CORRECT, ids=[_id(c) for c in CORRECT])
 def test_no_correct_variant_is_called_a_bug(part, correct, norm_first):
-    if norm_first and part not in ("encoder_layer", "decoder_layer"):
+    if norm_first and part not in LAYER_PARTS:
         pytest.skip("the placement matters for the layers only")
     verdict = part_compare.compare_part(part, correct, norm_first=norm_first)
     assert verdict.ok is True, verdict.evidence
@@ -680,11 +815,12 @@ def test_the_catalogue_is_big_enough():
     assert len([c for c in CORRECT if c[1] is not GOOD.get(c[0])]) >= 8
 
 
-def test_a_planted_bug_is_named_first_among_all_ten_parts():
-    """With all ten parts supplied, the one planted mistake is the first (here: the only) part named."""
-    buggy = {**GOOD, "decoder_layer": factory(Decoder, mistake="no_residual_cross")}
-    report = find_my_bug(buggy, train_steps=0)
-    assert report.faulty == ["decoder_layer"], str(report)
+@pytest.mark.parametrize(("part", "buggy"), [("decoder_layer", factory(Decoder, mistake="no_residual_cross")),
+                                             ("decoder_only_layer", factory(DecoderOnly, mistake="ffn_first"))])
+def test_a_planted_bug_is_named_first_among_all_the_parts(part, buggy):
+    """With all eleven parts supplied, the one planted mistake is the first (here: the only) part named."""
+    report = find_my_bug({**GOOD, part: buggy}, train_steps=0)
+    assert report.faulty == [part], str(report)
 
 
 def test_a_layer_built_on_a_buggy_attention_names_the_attention_first():
@@ -715,16 +851,20 @@ def _decodings(model, src):
                                                                               use_cache=False))
 
 
+TRANSLATOR_CORRECT = [c for c in CORRECT if c[0] in USED_BY["transformer"]]
+GPT_CORRECT = [c for c in CORRECT if c[0] in USED_BY["gpt"]]
+
+
 @pytest.mark.parametrize("norm_first", [False, True])
-@pytest.mark.parametrize(("part", "correct"), [*CORRECT, ("all ten", None)],
-                         ids=[*(_id(c) for c in CORRECT), "all-ten"])
+@pytest.mark.parametrize(("part", "correct"), [*TRANSLATOR_CORRECT, ("all ten", None)],
+                         ids=[*(_id(c) for c in TRANSLATOR_CORRECT), "all-ten"])
 def test_the_students_model_decodes_with_a_cache_that_changes_nothing(part, correct, norm_first):
     """Transformer(config, parts): cached greedy and beam decoding equal the whole-prefix pass, for every
     correct variant (their own names, order, fused projections) and for all ten parts at once."""
     from course_lib.decoding import CachedDecoder, InputCachedDecoder, make_stepper
     from course_lib.model import Transformer, TransformerConfig
 
-    parts = dict(GOOD) if correct is None else {part: correct}
+    parts = {name: GOOD[name] for name in USED_BY["transformer"]} if correct is None else {part: correct}
     config = TransformerConfig(src_vocab_size=23, tgt_vocab_size=19, d_model=16, n_heads=4, d_ff=32,
                                norm_first=norm_first)
     torch.manual_seed(0)
@@ -748,3 +888,30 @@ def test_the_students_model_decodes_with_a_cache_that_changes_nothing(part, corr
     assert torch.equal(greedy, greedy_plain)
     beam, beam_plain = (b[0] if isinstance(b, tuple) else b for b in (beam, beam_plain))  # the tokens
     assert torch.equal(beam, beam_plain)
+
+
+@pytest.mark.parametrize("norm_first", [False, True])
+@pytest.mark.parametrize(("part", "correct"), [*GPT_CORRECT, ("all nine", None)],
+                         ids=[*(_id(c) for c in GPT_CORRECT), "all-nine"])
+def test_the_students_gpt_generates_with_a_cache_that_changes_nothing(part, correct, norm_first):
+    """GPT(config, parts) (notebook 15): generating with a cache gives the tokens of the whole-prefix pass, for every
+    correct variant of the parts a GPT is built from (the decoder-only blocks included) and for all nine at once."""
+    from course_lib.gpt import GPT, GPTConfig, cache_mode, generate
+
+    parts = {name: GOOD[name] for name in USED_BY["gpt"]} if correct is None else {part: correct}
+    torch.manual_seed(0)
+    tie = correct is not RawEmbedding  # its table is stored (d_model, vocab): nothing for the output layer to share
+    model = GPT(GPTConfig(vocab_size=19, d_model=16, n_heads=4, d_ff=32, max_len=12, norm_first=norm_first,
+                          tie_embeddings=tie), parts).eval()
+    if part == "decoder_only_layer" and correct is not course_decoder_only_layer:
+        assert cache_mode(model) == "inputs"  # a student's own block: the inputs of its self-attention are cached
+    with torch.no_grad():  # a trained model never predicts <pad> (never a target); this random one could, and a
+        model.generator.bias[0] = -1e4  # <pad> in the prefix is a key the whole-prefix pass masks and a cache keeps
+    prompt = torch.tensor([[1, 5, 7], [1, 9, 4]])  # <bos> and two tokens
+    stats = {}
+    cached = generate(model, prompt, 8, greedy=True, eos_id=-1, stats=stats)  # no <eos>: every step runs
+    assert stats["checked"] is True and cached.shape == (2, 11)
+    assert torch.equal(cached, generate(model, prompt, 8, greedy=True, eos_id=-1, use_cache=False))
+    sampled = [generate(model, prompt, 8, generator=torch.Generator().manual_seed(3), use_cache=use_cache)
+               for use_cache in (True, False)]
+    assert torch.equal(*sampled)

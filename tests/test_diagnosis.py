@@ -9,7 +9,7 @@ import pytest
 import torch
 from torch import nn
 
-from course_lib.layers import DecoderLayer
+from course_lib.layers import DecoderLayer, DecoderOnlyLayer
 from course_lib.student.bug_finder import compare_with_course, find_my_bug
 from course_lib.student.contracts import PART_NAMES
 from course_lib.student.package import load_my_parts
@@ -96,6 +96,45 @@ class DecoderWithoutCausalMask(nn.Module):
         return self.inner(x, memory, None, src_mask)
 
 
+class GPTBlockWithoutCausalMask(nn.Module):
+    """The articles' mistake in a GPT's block (notebook 15): the mask never reaches self-attention."""
+
+    def __init__(self, d_model, n_heads, d_ff, norm_first=False):
+        super().__init__()
+        self.inner = DecoderOnlyLayer(d_model, n_heads, d_ff, 0.0, norm_first)
+
+    def forward(self, x, mask):
+        return self.inner(x, None)
+
+
+class TorchGPTBlock(nn.Module):
+    """A GPT block on nn.MultiheadAttention (stage 1 leaves it to training), the mask converted to PyTorch's
+    True = blocked; ``residual=False`` plants a mistake no contract sees: no residual connection anywhere."""
+
+    def __init__(self, d_model, n_heads, d_ff, norm_first=False, residual=True):
+        super().__init__()
+        self.attn = nn.MultiheadAttention(d_model, n_heads, batch_first=True)
+        self.ff = nn.Sequential(nn.Linear(d_model, d_ff), nn.ReLU(), nn.Linear(d_ff, d_model))
+        self.norms = nn.ModuleList(nn.LayerNorm(d_model) for _ in range(2))
+        self.norm_first, self.residual = norm_first, residual
+
+    def forward(self, x, mask):
+        b, n, _ = x.shape
+        blocked = ~mask.expand(b, 1, n, n)[:, 0].repeat_interleave(self.attn.num_heads, dim=0)  # (b * heads, n, n)
+        keep = 1.0 if self.residual else 0.0
+        n1, n2 = self.norms
+        if self.norm_first:
+            h = n1(x)
+            x = keep * x + self.attn(h, h, h, attn_mask=blocked, need_weights=False)[0]
+            return keep * x + self.ff(n2(x))
+        x = n1(keep * x + self.attn(x, x, x, attn_mask=blocked, need_weights=False)[0])
+        return n2(keep * x + self.ff(x))
+
+
+def torch_gpt_block_without_residuals(d_model, n_heads, d_ff, norm_first=False):
+    return TorchGPTBlock(d_model, n_heads, d_ff, norm_first, residual=False)
+
+
 class DecoderIgnoringSource(nn.Module):
     """Built on nn.MultiheadAttention (stage 1 leaves such layers to training), and its "cross"-attention reads
     the decoder's own states instead of the memory: keeps every contract."""
@@ -122,6 +161,7 @@ BUGS = [
     ("token_embedding", LengthScaledEmbedding, "sqrt(sequence length"),
     ("causal_mask", no_causal_mask, "leaks the future"),
     ("decoder_layer", DecoderWithoutCausalMask, "leaks the future"),
+    ("decoder_only_layer", GPTBlockWithoutCausalMask, "leaks the future"),
     ("padding_mask", inverted_padding_mask, "inverted polarity"),
     ("attention", inverted_polarity_attention, "attends to masked positions"),
     ("attention", unscaled_attention, "not divided by sqrt(d_k)"),
@@ -151,6 +191,21 @@ def test_a_bug_that_keeps_every_contract_is_found_by_training(good_parts):
     assert "decoder_layer" in diagnosis.faulty, str(diagnosis)
     finding = next(f for f in diagnosis.findings if f.part == "decoder_layer")
     assert finding.stage == 2 and "wrong German sentence" in finding.evidence
+
+
+def test_a_gpt_block_that_keeps_every_contract_is_judged_by_training_a_gpt():
+    """Stage 2 for notebook 15's part: a block stage 1 cannot compare is trained in a small GPT, not the translator;
+    one without residual connections is named (its validation loss ends far above course_lib's), a right one not."""
+    for block in (torch_gpt_block_without_residuals, TorchGPTBlock):
+        assert compare_with_course("decoder_only_layer", block).ok  # stage 1 cannot compare it
+        assert not compare_with_course("decoder_only_layer", block).decided
+    diagnosis = find_my_bug({"decoder_only_layer": torch_gpt_block_without_residuals}, train_steps=150)
+    assert diagnosis.faulty == ["decoder_only_layer"], str(diagnosis)
+    finding = diagnosis.findings[0]
+    assert finding.stage == 2 and "training steps of a small GPT" in finding.evidence, finding.evidence
+    right = find_my_bug({"decoder_only_layer": TorchGPTBlock}, train_steps=150)
+    assert right.faulty == [] and right.findings[0].stage == 2, str(right)
+    assert [f.part for f in right.findings] == ["decoder_only_layer"]  # the translator was not trained for it
 
 
 def test_unknown_part_names_are_rejected():

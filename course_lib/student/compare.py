@@ -1,6 +1,6 @@
 """Compare a student's part with its course_lib twin number for number, whatever its names or creation order.
 
-Stage 1 of ``find_my_bug`` (:mod:`course_lib.student.bug_finder`). For each of the ten parts the student's code runs
+Stage 1 of ``find_my_bug`` (:mod:`course_lib.student.bug_finder`). For each of the eleven parts the student's code runs
 on fixed random inputs next to a written-out reference of the course's part, and the two outputs must agree
 to 1e-4. When they do not, the same inputs go through references with one known mistake each (the bugs of
 the articles this course grew from and the ones students make most); a match names the mistake.
@@ -16,11 +16,12 @@ How weights are matched, never by registration order or attribute names:
   embedding table) is tried: at most a few dozen small forward passes. The part is correct if one
   assignment reproduces it; the evidence names which unit plays which role.
 
-Encoder and decoder layers are compared through their own sub-modules: forward hooks record which
-sub-module is called, in what order and with which inputs (the attention called with the encoder's
+Encoder, decoder and decoder-only layers are compared through their own sub-modules: forward hooks record
+which sub-module is called, in what order and with which inputs (the attention called with the encoder's
 ``memory`` as its key is the cross-attention, whatever its name); the course's layer is then run with the
 student's sub-modules plugged in, so a difference is the layer's own glue (residuals, norm placement,
-masks). Each sub-module is compared with its twin too.
+masks). Each sub-module is compared with its twin too. A decoder-only layer (a GPT's block, notebook 15)
+computes what an encoder layer computes, given a padding AND causal mask: the two share one comparison.
 
 Two things no comparison with copied weights can see are checked on the part as the model builds it:
 
@@ -64,6 +65,7 @@ from ..probing import (
     owned_parameters,
 )
 from ..utils import keeps_random_state
+from .contracts import LAYER_PARTS
 
 D_MODEL, N_HEADS, D_FF, VOCAB, MAX_LEN = 16, 4, 24, 50, 40
 
@@ -139,10 +141,14 @@ def _search(student_out, reference: Callable, candidates, variants: dict[str, st
 
 
 def _eval_twice_differs(call: Callable[[], torch.Tensor]) -> bool:
+    """Whether two calls with different random streams give different outputs (NaN in the same places is the same:
+    a NaN is a bug of its own, not randomness)."""
     torch.manual_seed(1)
     a = call()
     torch.manual_seed(2)
     b = call()
+    if isinstance(a, torch.Tensor) and isinstance(b, torch.Tensor) and a.shape == b.shape:
+        return not torch.allclose(a.float(), b.float(), atol=1e-6, rtol=1e-4, equal_nan=True)
     return not close(a, b, atol=1e-6)
 
 
@@ -698,7 +704,7 @@ def _block(x, run, norm, mode: str):
     """One residual sub-block: ``run`` is the sub-block on its (normalised) input.
 
     mode: "post" norm(x + f(x)), "pre" x + f(norm(x)), "post_no_residual" norm(f(x)),
-    "pre_no_residual" f(norm(x)), "outside" x + norm(f(x)).
+    "pre_no_residual" f(norm(x)), "outside" x + norm(f(x)), "normed_residual" norm(x) + f(norm(x)).
     """
     if mode in ("pre", "post"):  # course_lib's own placements, as its layers compute them
         return residual(x, run, norm, nn.Identity(), norm_first=mode == "pre")
@@ -708,18 +714,23 @@ def _block(x, run, norm, mode: str):
         return norm(run(x))
     if mode == "outside":
         return x + norm(run(x))
+    if mode == "normed_residual":
+        h = norm(x)
+        return h + run(h)
     raise ValueError(f"unknown glue mode {mode!r}")
 
 
 def _modes(blocks: Sequence[str], norm_first: bool, variant: str | None) -> dict[str, str]:
-    """Each block's mode for a glue ``variant``: None (course_lib's), "placement" or "<mistake>:<block>"."""
+    """Each block's mode for a glue ``variant``: None (course_lib's), "placement" or "<mistake>:<block>" (block
+    ``*``: the mistake in every block)."""
     base = "pre" if norm_first else "post"
     if variant == "placement":
         return dict.fromkeys(blocks, "post" if norm_first else "pre")
     modes = dict.fromkeys(blocks, base)
     if variant:
         mistake, block = variant.split(":")
-        modes[block] = f"{base}_no_residual" if mistake == "no_residual" else mistake
+        for name in (blocks if block == "*" else (block,)):
+            modes[name] = f"{base}_no_residual" if mistake == "no_residual" else mistake
     return modes
 
 
@@ -758,11 +769,19 @@ def _glue_hints(blocks: Sequence[str], decoder: bool) -> dict[str, str]:
         hints[f"no_residual:{block}"] = f"has no residual connection around {name}: its input is not added back"
         hints[f"outside:{block}"] = (f"adds the residual after the norm around {name}, x + norm(sublayer(x)); "
                                      "post-norm is norm(x + sublayer(x)), pre-norm x + sublayer(norm(x))")
+    for block in (*blocks, "*"):
+        name = "each sub-block" if block == "*" else _BLOCK_NAMES[block]
+        if decoder and block == "self":
+            name = "masked self-attention"
+        hints[f"normed_residual:{block}"] = (
+            f"adds the output of {name} to the normalised input, norm(x) + sublayer(norm(x)): the residual carries "
+            "x itself, x + sublayer(norm(x)) (pre-norm)")
     return hints
 
 
 ENCODER_GLUE_HINTS = _glue_hints(("self", "ffn"), decoder=False)
 DECODER_GLUE_HINTS = _glue_hints(("self", "cross", "ffn"), decoder=True)
+DECODER_ONLY_GLUE_HINTS = _glue_hints(("self", "ffn"), decoder=True)
 
 
 def _layer_inputs():
@@ -789,10 +808,26 @@ def _glue_verdict(out, reference, hints: dict, norm_first: bool, what: str) -> V
                           f"{_diff(out, reference(None)):.3g}): check the residual connections and where the norms sit")
 
 
-def compare_encoder_layer(factory, norm_first: bool = False) -> Verdict:
+def _compare_self_attention_layer(factory, norm_first: bool, seed: int, mask: torch.Tensor, what: str,
+                                  attention: str, hints: dict[str, str], mask_hint: Callable) -> Verdict:
+    """Compare a layer called ``layer(x, mask)`` whose sub-blocks are one self-attention then one feed-forward.
+
+    The encoder layer (``mask``: padding) and the decoder-only layer (``mask``: padding AND causal) are this
+    same layer: they differ only in the mask they are given, and so in what a mistake is called.
+
+    Args:
+        factory: the part's class (or function) with the constructor ``(d_model, n_heads, d_ff, norm_first=...)``.
+        norm_first: the placement to build and compare.
+        seed: the seed of the layer's random parameter values.
+        mask: the mask to pass, bool (batch, 1, 1 or seq, seq).
+        what: course_lib's class, for the evidence (``"EncoderLayer"``).
+        attention: what its self-attention is called (``"self-attention"``, ``"masked self-attention"``).
+        hints: the glue mistakes and their hints (:data:`ENCODER_GLUE_HINTS`).
+        mask_hint: the evidence for a self-attention given another mask (or None, the argument).
+    """
     layer = factory(D_MODEL, N_HEADS, D_FF, norm_first=norm_first).eval()
-    randomize(layer, seed=11)
-    x, _, mask, _, _ = _layer_inputs()
+    randomize(layer, seed=seed)
+    x = _layer_inputs()[0]
     with torch.no_grad():
         if _eval_twice_differs(lambda: layer(x, mask)):
             return Verdict(False, DROPOUT_HINT)
@@ -808,7 +843,10 @@ def compare_encoder_layer(factory, norm_first: bool = False) -> Verdict:
                             f"{len(by_kind['feed_forward'])} feed-forward calls; expected 1, 2 and 1")
     given = _attention_inputs(by_kind["attention"][0])[3]
     if given is None or not _same_mask(given, mask):
-        return Verdict(False, "calls self-attention without src_mask: padded positions are attended to")
+        return Verdict(False, mask_hint(given))
+    if calls.index(by_kind["feed_forward"][0]) < calls.index(by_kind["attention"][0]):
+        return Verdict(False, f"runs the feed-forward block before {attention}; the order is {attention}, then "
+                              "feed-forward")
     problems = _sub_part_verdicts(calls, D_MODEL, D_FF)
     if problems:
         return Verdict(False, "; ".join(problems))
@@ -820,7 +858,29 @@ def compare_encoder_layer(factory, norm_first: bool = False) -> Verdict:
             return encoder_glue(x, mask, lambda q, k, v, m: _attend(attn_module, q, k, v, m), ffn_module, norms,
                                 norm_first, variant)
 
-    return _glue_verdict(out, reference, ENCODER_GLUE_HINTS, norm_first, "EncoderLayer")
+    return _glue_verdict(out, reference, hints, norm_first, what)
+
+
+def compare_encoder_layer(factory, norm_first: bool = False) -> Verdict:
+    enc_mask = _layer_inputs()[2]  # (batch, 1, 1, seq): padding
+    return _compare_self_attention_layer(
+        factory, norm_first, 11, enc_mask, "EncoderLayer", "self-attention", ENCODER_GLUE_HINTS,
+        lambda given: "calls self-attention without src_mask: padded positions are attended to")
+
+
+def _causal_mask_hint(given) -> str:
+    if given is None:
+        return ("calls masked self-attention without any mask: without the causal mask every position sees the "
+                "later ones (the very tokens it must predict) while training, and padded positions are attended to")
+    return ("calls masked self-attention with a mask other than the mask it is given (padding AND causal, "
+            "(batch, 1, seq, seq)): pass mask on as it is, build none of your own")
+
+
+def compare_decoder_only_layer(factory, norm_first: bool = False) -> Verdict:
+    tgt_mask = _layer_inputs()[3]  # (batch, 1, seq, seq): padding AND causal, as the GPT gives it
+    return _compare_self_attention_layer(
+        factory, norm_first, 13, tgt_mask, "DecoderOnlyLayer", "masked self-attention", DECODER_ONLY_GLUE_HINTS,
+        _causal_mask_hint)
 
 
 def compare_decoder_layer(factory, norm_first: bool = False) -> Verdict:
@@ -880,7 +940,7 @@ def compare_decoder_layer(factory, norm_first: bool = False) -> Verdict:
 def _fresh(name: str, factory, norm_first: bool) -> nn.Module:
     """The part built as the model builds it (fixed seed), before any comparison changes its values."""
     torch.manual_seed(0)
-    if name in ("encoder_layer", "decoder_layer"):
+    if name in LAYER_PARTS:
         return factory(D_MODEL, N_HEADS, D_FF, norm_first=norm_first).eval()
     if name == "token_embedding":
         return factory(VOCAB, D_MODEL, 0).eval()
@@ -905,6 +965,8 @@ def _forward_inputs(name: str) -> tuple:
         return (x, enc_mask)
     if name == "decoder_layer":
         return (x, memory, tgt_mask, src_mask)
+    if name == "decoder_only_layer":
+        return (x, tgt_mask)
     return (x,)  # layer_norm, feed_forward
 
 
@@ -928,8 +990,7 @@ def unused_parameters(name: str, factory, norm_first: bool = False) -> str | Non
     values, but after the first update they differ. Returns the evidence, or None when every parameter
     gets a gradient (a zero one counts: the key bias of attention gets exactly zero, and that is right).
     """
-    if name not in ("token_embedding", "multi_head_attention", "layer_norm", "feed_forward", "encoder_layer",
-                    "decoder_layer"):
+    if name not in ("token_embedding", "multi_head_attention", "layer_norm", "feed_forward", *LAYER_PARTS):
         return None
     module = on_cpu(_fresh(name, factory, norm_first))
     params = list(module.named_parameters())
@@ -954,7 +1015,7 @@ def unused_parameters(name: str, factory, norm_first: bool = False) -> str | Non
         p.grad = None
     if not unused:
         return None
-    calls = record_calls(module, inputs) if name in ("encoder_layer", "decoder_layer") else []
+    calls = record_calls(module, inputs) if name in LAYER_PARTS else []
     listed = ", ".join(unused[:6]) + (f" and {len(unused) - 6} more" if len(unused) > 6 else "")
     return (f"parameter{'s' if len(unused) > 1 else ''} {listed} never get{'' if len(unused) > 1 else 's'} a gradient: "
             f"the forward pass does not use {'them' if len(unused) > 1 else 'it'}, so {'they' if len(unused) > 1 else 'it'} "
@@ -1006,7 +1067,7 @@ def starting_values(name: str, factory, norm_first: bool = False) -> str | None:
     tables; vectors (LayerNorm's gamma and beta, the biases) and the embedding table keep the start the
     student's code gives them, so those are what is checked here. Returns the evidence, or None.
     """
-    if name not in ("multi_head_attention", "layer_norm", "feed_forward", "encoder_layer", "decoder_layer"):
+    if name not in ("multi_head_attention", "layer_norm", "feed_forward", *LAYER_PARTS):
         return None  # the token embedding's start is judged by compare_token_embedding
     module = on_cpu(_fresh(name, factory, norm_first))
     if name == "layer_norm":
@@ -1040,6 +1101,7 @@ COMPARE: dict[str, Callable] = {
     "feed_forward": compare_feed_forward,
     "encoder_layer": compare_encoder_layer,
     "decoder_layer": compare_decoder_layer,
+    "decoder_only_layer": compare_decoder_only_layer,
 }
 
 
@@ -1050,7 +1112,7 @@ def compare_part(name: str, part, norm_first: bool = False) -> Verdict:
     unused = unused_parameters(name, part, norm_first)
     torch.manual_seed(0)
     try:
-        if name in ("encoder_layer", "decoder_layer"):
+        if name in LAYER_PARTS:
             verdict = COMPARE[name](part, norm_first=norm_first)
         else:
             verdict = COMPARE[name](part)

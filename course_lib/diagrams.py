@@ -104,7 +104,9 @@ def draw_ownership(yours: set[str], title: str = "Whose code runs in your Transf
     Args:
         yours: notebook numbers (``"02"`` ... ``"09"``) whose parts are all the student's own; a box is
             yours when every building notebook it lists (02-09) is in this set, except the shift right and
-            the output layer, which course_lib builds around the parts (not saved parts).
+            the output layer, which course_lib builds around the parts (not saved parts). The drawing is the
+            translator's: notebook 15's part (a GPT's block, not in the translator) has no box, and a
+            ``"15"`` in ``yours`` changes nothing.
         title: the figure title.
 
     Returns:

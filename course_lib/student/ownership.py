@@ -1,6 +1,8 @@
 """Whose code runs in a student's model: traced, not read off which files exist.
 
-For every part supplied to ``Transformer(config, parts)`` (notebook 13, ``--my-parts``) the table says one of
+For every part of the model that a student supplies, to the translator ``Transformer(config, parts)``
+(notebook 13, ``--my-parts``; ``model="transformer"``, the default) or to the language model
+``GPT(config, parts)`` (notebook 15; ``model="gpt"``), the table says one of
 
 * ``you (my_transformer/x.py)``: the part is defined in the student's file, and code of that file ran
   while a small model was built and run with the parts (``sys.setprofile`` records every Python call);
@@ -12,6 +14,10 @@ For every part supplied to ``Transformer(config, parts)`` (notebook 13, ``--my-p
   code ran (a class that only renames or subclasses course_lib's);
 * ``supplied (path)``: a part defined elsewhere (a test, another package);
 * ``course_lib (name)`` for every part not supplied.
+
+A model's table lists the parts that model is built from (:data:`course_lib.student.contracts.USED_BY`): the
+translator's ten (no ``decoder_only_layer``: a saved one never runs in it), the GPT's nine (no encoder or
+encoder-decoder layer).
 
 ``tests/test_assembly.py`` checks :data:`COURSE_SOLUTIONS` against the course's saved parts in
 ``notebooks/my_transformer/`` and each label on a part written to produce it.
@@ -28,19 +34,21 @@ from pathlib import Path
 
 import torch
 
+from ..gpt import GPT, GPTConfig
 from ..model import Transformer, TransformerConfig
 from ..utils import keeps_random_state
-from .contracts import PARTS
+from .contracts import PARTS, USED_BY
 from .package import MY_PACKAGE
 
 PACKAGE_DIR = Path(__file__).resolve().parent.parent  # course_lib/
 
 # sha256 of the syntax tree (ast.dump) of each file the course edition's %%my_part cells save. Refresh with
 # ``python -c "from course_lib.student.ownership import solution_digests; print(solution_digests('notebooks'))"``
-# after changing a %%my_part cell of notebooks 02-09 (tests/test_assembly.py fails until then).
+# after changing a %%my_part cell of notebooks 02-09 or 15 (tests/test_assembly.py fails until then).
 COURSE_SOLUTIONS = {
     "attention": "6b55175a71908c03e766669028aea422f9a31118d53f1dfaa2ac6df828ad164a",  # notebook 06's update
     "decoder_layer": "44fbabfe9ef33dd8409ef790a4e3ee2ec878ceda3eecd85b3047b90eec9a2e71",
+    "decoder_only_layer": "ee35590a51aadff455e1876980aaa84296d355a3dc5035953ed75454e5f41d09",
     "embeddings": "49ce426ad021f17eb089fe20e09e6978b9b4ce4716fbb2c7fc937a94869f621a",
     "encoder_layer": "524bd35ee9fde8739a59f06f8c7f042eddcd1e5b278ee47a7b06cdc01bafb903",
     "feed_forward": "5324af616aaacb8e22cd1e0eeebe2ec554fc5b50601e03ba1c79e8d421b846c2",
@@ -71,29 +79,46 @@ def _source_file(obj) -> Path | None:
     return Path(found).resolve() if found else None
 
 
+def _check_model(model: str) -> tuple[str, ...]:
+    if model not in USED_BY:
+        raise ValueError(f"model must be one of {sorted(USED_BY)}, got {model!r}")
+    return USED_BY[model]
+
+
+def _run_small_model(parts: dict, model: str) -> None:
+    """Build a small ``model`` ("transformer" or "gpt") with ``parts`` and run it forward once."""
+    generator = torch.Generator().manual_seed(0)
+    if model == "gpt":
+        ids = torch.randint(4, 23, (2, 6), generator=generator)
+        ids[1, 4:] = 0
+        GPT(GPTConfig(vocab_size=23, d_model=16, n_heads=4, d_ff=32, max_len=16), parts).eval()(ids)
+        return
+    config = TransformerConfig(src_vocab_size=23, tgt_vocab_size=19, d_model=16, n_heads=4, d_ff=32)
+    src = torch.randint(4, 23, (2, 6), generator=generator)
+    tgt = torch.randint(4, 19, (2, 5), generator=generator)
+    src[1, 4:] = 0
+    Transformer(config, parts).eval()(src, tgt)
+
+
 @keeps_random_state
-def traced_files(parts: Mapping[str, object]) -> set[str] | None:
-    """Files whose Python code ran while a small ``Transformer(config, parts)`` was built and run forward.
+def traced_files(parts: Mapping[str, object], model: str = "transformer") -> set[str] | None:
+    """Files whose Python code ran while a small ``Transformer(config, parts)`` (``model="gpt"``: a small
+    ``GPT(config, parts)``) was built and run forward with the parts that model uses.
 
     Returns None when the model cannot be built or run with these parts (nothing can be traced then).
     """
-
-    config = TransformerConfig(src_vocab_size=23, tgt_vocab_size=19, d_model=16, n_heads=4, d_ff=32)
+    used = _check_model(model)
     seen: set[str] = set()
 
     def profile(frame, event, arg):
         if event == "call":
             seen.add(frame.f_code.co_filename)
 
-    generator = torch.Generator().manual_seed(0)
-    src = torch.randint(4, 23, (2, 6), generator=generator)
-    tgt = torch.randint(4, 19, (2, 5), generator=generator)
-    src[1, 4:] = 0
     previous = sys.getprofile()
     sys.setprofile(profile)
     try:
         with torch.no_grad():
-            Transformer(config, dict(parts)).eval()(src, tgt)
+            _run_small_model({name: part for name, part in parts.items() if name in used}, model)
     except Exception:  # a broken part: the bug finder explains it; ownership cannot be traced
         return None
     finally:
@@ -120,32 +145,36 @@ def owner(name: str, part, ran: set[str] | None) -> str:
     return f"you ({saved})"
 
 
-def ownership_rows(parts: Mapping[str, object]) -> list[tuple[str, str, str]]:
-    """(part, notebook, whose code runs) for every part, traced (see the module docstring)."""
-    ran = traced_files(parts) if parts else set()
+def ownership_rows(parts: Mapping[str, object], model: str = "transformer") -> list[tuple[str, str, str]]:
+    """(part, notebook, whose code runs) for every part ``model`` ("transformer" or "gpt") is built from, traced
+    (see the module docstring); a supplied part the model does not use has no row."""
+    used = _check_model(model)
+    ran = traced_files(parts, model) if any(name in used for name in parts) else set()
     return [(spec.name, spec.notebook, owner(spec.name, parts[spec.name], ran) if spec.name in parts
-             else f"course_lib ({spec.reference})") for spec in PARTS]
+             else f"course_lib ({spec.reference})") for spec in PARTS if spec.name in used]
 
 
-def yours(parts: Mapping[str, object]) -> set[str]:
-    """The names of the parts whose code is the student's own (label ``you (...)``)."""
-    return {name for name, _, label in ownership_rows(parts) if label.startswith("you (")}
+def yours(parts: Mapping[str, object], model: str = "transformer") -> set[str]:
+    """The names of the parts of ``model`` whose code is the student's own (label ``you (...)``)."""
+    return {name for name, _, label in ownership_rows(parts, model) if label.startswith("you (")}
 
 
-def owned_notebooks(parts: Mapping[str, object]) -> set[str]:
-    """Notebook numbers all of whose parts are the student's own (for ``course_lib.diagrams.draw_ownership``)."""
-    mine = yours(parts)
-    notebooks = {spec.notebook for spec in PARTS}
-    return {n for n in notebooks if all(spec.name in mine for spec in PARTS if spec.notebook == n)}
+def owned_notebooks(parts: Mapping[str, object], model: str = "transformer") -> set[str]:
+    """Notebook numbers all of whose parts in ``model`` are the student's own (the translator's, for
+    ``course_lib.diagrams.draw_ownership``)."""
+    mine, used = yours(parts, model), _check_model(model)
+    specs = [spec for spec in PARTS if spec.name in used]
+    return {n for n in {spec.notebook for spec in specs} if all(s.name in mine for s in specs if s.notebook == n)}
 
 
-def ownership_table(parts: Mapping[str, object]) -> str:
-    """The ownership rows as an aligned text table, one line per part, and a count of the student's own."""
-    rows = [("part", "notebook", "whose code runs"), *ownership_rows(parts)]
+def ownership_table(parts: Mapping[str, object], model: str = "transformer") -> str:
+    """The ownership rows of ``model`` ("transformer" or "gpt") as an aligned text table, one line per part it is
+    built from, and a count of the student's own."""
+    rows = [("part", "notebook", "whose code runs"), *ownership_rows(parts, model)]
     widths = [max(len(row[i]) for row in rows) for i in range(3)]
     table = "\n".join("  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True)).rstrip()
                       for row in rows)
     mine = sum(label.startswith("you (") for _, _, label in rows[1:])
     solutions = sum(label.startswith("the course's solution") for _, _, label in rows[1:])
-    return f"{table}\n\n{mine} of {len(PARTS)} parts are your own code" + (
+    return f"{table}\n\n{mine} of {len(rows) - 1} parts are your own code" + (
         f"; {solutions} are the course's solutions, saved unchanged" if solutions else "")

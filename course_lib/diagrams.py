@@ -76,12 +76,15 @@ def _draw(box_style, stack_style, memory_label: bool = True):
     return fig, ax
 
 
-def draw_architecture(highlight: str | None = None, title: str = "The Transformer you will build"):
+def draw_architecture(highlight: str | None = None, title: str = "The Transformer you will build",
+                      gpt_note: bool = False):
     """Draw the model as boxes; boxes whose notebook numbers include ``highlight`` are coloured.
 
     Args:
         highlight: a notebook number such as ``"04"``, or None to colour nothing.
         title: the figure title.
+        gpt_note: outline the cross-attention with a dashed line and note that the decoder without it is the
+            block of a GPT (notebook 15); notebook 00's map.
 
     Returns:
         The matplotlib Figure.
@@ -92,6 +95,14 @@ def draw_architecture(highlight: str | None = None, title: str = "The Transforme
     fig, ax = _draw(
         lambda _, n: (2, "#c0392b", "#f5b7b1", True) if on(n) else (1, "#34495e", "white", False),
         lambda n: (2.5, "#c0392b", "#fdf2e9") if on(n) else (1.5, "#7f8c8d", "#f4f6f6"))
+    if gpt_note:
+        _, _, x, y, w, h = next(box for box in _BOXES if box[0].startswith("Cross-attention"))
+        ax.add_patch(FancyBboxPatch((x - 0.12, y - 0.12), w + 0.24, h + 0.24, boxstyle="round,pad=0.04",
+                                    linewidth=1.5, linestyle="--", edgecolor="#8e44ad", facecolor="none"))
+        ax.text(0.6, 9.5, "Without the encoder and this cross-attention\n(with its Add & LayerNorm), the decoder\nlayer is a GPT block (notebook 15)",
+                ha="left", va="center", fontsize=11, color="#8e44ad", style="italic")
+        ax.add_patch(FancyArrowPatch((4.2, 9.1), (x - 0.15, y + h / 2), arrowstyle="-|>", mutation_scale=12,
+                                     color="#8e44ad", linestyle="--"))
     any_on = highlight is not None and any(highlight in box[1].split() for box in _BOXES + _STACKS)
     ax.set_title(title + (f" (notebook {highlight} in red)" if any_on else ""), fontsize=16, pad=20)
     fig.tight_layout()

@@ -39,7 +39,7 @@ from .decoding import cache_self_attention_inputs
 from .layers import DecoderOnlyLayer
 from .model import init_weights
 from .schedule import make_noam_scheduler, make_optimizer
-from .tokenization import EOS_ID, PAD_ID, Vocab
+from .tokenization import BOS_ID, EOS_ID, PAD_ID, Vocab
 
 
 @dataclass
@@ -407,6 +407,9 @@ def generate(model: GPT, prompt: torch.Tensor, max_new_tokens: int, *, temperatu
              use_cache: bool = True, eos_id: int = EOS_ID, stats: dict | None = None) -> torch.Tensor:
     """Continue ``prompt`` token by token, sampling each next token (or taking the most likely, ``greedy``).
 
+    ``<pad>`` and ``<bos>`` are never written (their logits are set to -inf before choosing): a ``<pad>`` inside a
+    sentence would read as its end, and ``<bos>`` only starts one.
+
     Args:
         model: a :class:`GPT`; put in eval mode here (and restored after).
         prompt: ``(batch, t)`` ids, starting with ``<bos>``, all rows the same length (no padding).
@@ -442,6 +445,7 @@ def generate(model: GPT, prompt: torch.Tensor, max_new_tokens: int, *, temperatu
                 checked = bool(torch.allclose(logits[rows], model(ids)[rows, -1], atol=1e-4, rtol=1e-4))
                 if not checked:
                     raise RuntimeError("cached and whole-prefix logits differ: generate with use_cache=False")
+            logits[:, [model.config.pad_id, BOS_ID]] = float("-inf")  # never written: <pad> ends rows, <bos> starts them
             if greedy:
                 token = logits.argmax(dim=-1)  # (batch,)
             else:

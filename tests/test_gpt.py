@@ -215,3 +215,13 @@ def test_clear_errors():
         model(torch.zeros(2, 3))
     with pytest.raises(ValueError, match="longer than max_len"):
         model(torch.ones(1, 30, dtype=torch.long))
+
+
+def test_generation_never_writes_pad_or_bos():
+    model = _tiny(seed=3)
+    with torch.no_grad():
+        model.generator.bias[[0, 1]] = 50.0  # an untrained model that would write <pad> and <bos> every time
+    out = generate(model, torch.ones(3, 1, dtype=torch.long), 10, greedy=True)
+    assert not (out[:, 1:] == 1).any() and out.size(1) == 11 and not (out[:, 1:] == 0).any()
+    sampled = generate(model, torch.ones(3, 1, dtype=torch.long), 10, generator=torch.Generator().manual_seed(0))
+    assert not (sampled[:, 1:] == 1).any()

@@ -63,7 +63,10 @@ class Tokenizer:
         return [t.lower() for t in tokens] if self.lowercase else tokens
 
     def tokenize_many(self, texts: Iterable[str]) -> list[list[str]]:
-        """Tokenize many strings; faster than calling the tokenizer in a loop."""
+        """Tokenize many strings: the same token lists as calling the tokenizer on each string.
+
+        A convenience, not a speed-up: in spaCy 3 ``Tokenizer.pipe`` is itself a loop over the texts.
+        """
         out = []
         for doc in self._nlp.tokenizer.pipe(texts, batch_size=1000):
             tokens = [t.text for t in doc if not t.is_space]

@@ -145,7 +145,10 @@ def check_buggy_ids(ex, answer, quiet: bool = False):
 
 @exercise("01.4", points=2)
 def check_merge_pair(ex, student_fn, quiet: bool = False):
-    """``merge_pair(word_symbols, pair)`` replaces every occurrence of ``pair``, left to right, no overlaps."""
+    """``merge_pair_mine(word_symbols, pair)`` replaces every occurrence of ``pair``, left to right, no overlaps.
+
+    The notebook names the student's function ``merge_pair_mine``: its BPE cells use ``merge_pair`` (borrowed from
+    course_lib.bpe), and an exercise stub with the same name would replace it."""
     from course_lib.bpe import merge_pair
 
     cases = [
@@ -160,14 +163,14 @@ def check_merge_pair(ex, student_fn, quiet: bool = False):
     ]
     for description, (symbols, pair) in cases:
         got, verdict = ex.call_student(student_fn, (tuple(symbols), tuple(pair)), case=description,
-                                    who=f"merge_pair({symbols}, {pair})", quiet=quiet)
+                                    who=f"merge_pair_mine({symbols}, {pair})", quiet=quiet)
         if verdict is not None:
             return verdict
         expected = merge_pair(symbols, pair)
         if isinstance(got, list):
             got = tuple(got)
         if got != expected:
-            return ex.report(FAILED, f"on case '{description}': merge_pair({symbols}, {pair}) should be "
+            return ex.report(FAILED, f"on case '{description}': merge_pair_mine({symbols}, {pair}) should be "
                                           f"{expected}, got {got!r}", quiet)
     return ex.report(PASSED, f"all {len(cases)} cases agree with course_lib.bpe.merge_pair.", quiet)
 

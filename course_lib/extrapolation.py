@@ -3,10 +3,12 @@
 The 2017 paper chose sinusoids over learned positions because they "may allow the model to extrapolate to
 sequence lengths longer than the ones encountered during training". This module tests that on a task that
 cannot be solved without positions: **copy the previous token**. A one-layer encoder (course_lib's
-``Encoder``, positions ``"sinusoidal"`` or ``"learned"``, both covering ``max_len`` positions) plus a linear
-read-out is trained on short random sequences only, then scored position by position on longer ones. The
-learned table has a row for every position up to ``max_len``, but only the rows of the training lengths
-ever receive a gradient.
+``Encoder``) plus a linear read-out is trained on short random sequences only, then scored position by
+position on longer ones. Its positions are ``"sinusoidal"`` (the fixed table, added to the input),
+``"learned"`` (one trained vector per position, added) or ``"rotary"`` (nothing added: queries and keys are
+rotated inside self-attention, so a score depends only on the offset); every kind covers ``max_len``
+positions. The learned table has a row for every position up to ``max_len``, but only the rows of the
+training lengths ever receive a gradient.
 
 Everything is seeded and leaves the caller's random-number state alone (``torch.random.fork_rng``).
 Checked in ``tests/test_extrapolation.py``.
@@ -37,7 +39,7 @@ class ExtrapolationSetup:
     n_heads: int = 2  # attention heads
     n_layers: int = 1  # encoder layers
     d_ff: int = 128  # feed-forward hidden size
-    max_len: int = 64  # positions both kinds cover (the longest test sequence)
+    max_len: int = 64  # positions every kind covers (the longest test sequence)
     train_len: int = 16  # every training sequence has this many tokens: positions 0..train_len-1
     steps: int = 400  # training steps
     batch_size: int = 32  # sequences per step
@@ -72,7 +74,7 @@ def train_previous_token(positional: str, seed: int, setup: ExtrapolationSetup |
     """Train one model on short sequences only; returns it in eval mode.
 
     Args:
-        positional: ``"sinusoidal"`` or ``"learned"``.
+        positional: ``"sinusoidal"``, ``"learned"`` or ``"rotary"`` (``TransformerConfig.positional``).
         seed: seeds the initial weights and the training data.
         setup: sizes (default :class:`ExtrapolationSetup`).
     """

@@ -104,7 +104,7 @@ def compare_with_course(name: str, part, norm_first: bool | None = None, fully_m
         name: one of :data:`course_lib.builders.PART_NAMES`.
         part: the student's function or class.
         norm_first: for the layers, the norm placement to check; None (the default) checks both, post-norm
-            first (notebooks 08-11 train post-norm, notebook 12 pre-norm, notebook 15's GPT pre-norm).
+            first (notebooks 08-11 and 13 train post-norm; notebook 12 explains pre-norm, notebook 15's GPT trains it).
         fully_masked_rows: for the attention, hold it to notebook 06's promise too (no NaN for a query that may
             see no key); notebook 04 checks its first version without it.
 
@@ -117,8 +117,9 @@ def compare_with_course(name: str, part, norm_first: bool | None = None, fully_m
     for placement, finding in zip(placements, findings, strict=True):
         if not finding.ok:
             if layer and placement and len(placements) > 1:  # post-norm passed: say which path is wrong
-                trains = "notebook 15's GPT" if name == "decoder_only_layer" else "notebook 12"
-                finding.evidence = f"with norm_first=True (pre-norm, as {trains} trains): {finding.evidence}"
+                where = ("as notebook 15's GPT trains" if name == "decoder_only_layer"
+                         else "as notebook 12 explains and TransformerConfig(norm_first=True) builds")
+                finding.evidence = f"with norm_first=True (pre-norm, {where}): {finding.evidence}"
             return finding
     if layer and len(placements) > 1 and all(f.decided for f in findings):
         first = findings[0]

@@ -53,7 +53,7 @@ def test_every_exercise_is_declared_once_with_its_number_points_and_kind():
     from course_lib.exercises.nb04 import check_attention_by_hand
 
     declared = load_all()
-    assert declared is EXERCISES and len(declared) == 45
+    assert declared is EXERCISES and len(declared) == 48
     assert all(e.kind in (FUNCTION, VALUE) and e.points >= 1 and e.name.startswith("check_") for e in declared.values())
     assert declared["04.3"] is check_attention_by_hand
     assert (check_attention_by_hand.module, check_attention_by_hand.points) == ("nb04", 3)

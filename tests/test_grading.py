@@ -269,7 +269,7 @@ def test_collect_canvas_keeps_late_marker_out_of_the_id(tmp_path):
 
 def test_max_total_counts_every_exercise_of_the_assigned_notebooks():
     specs = grade.course_exercises(["04_attention", "06_masking"])
-    assert sum(s.points for s in specs) == 10
+    assert sum(s.points for s in specs) == 12
 
 
 def test_a_seeded_hidden_case_draws_the_same_numbers_in_the_sandbox(tmp_path):

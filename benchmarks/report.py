@@ -6,9 +6,10 @@ files under ``benchmarks/results/``); this module collects them and writes
 * ``benchmarks/README.md``: every section in the order of :data:`SECTIONS`;
 * the block between ``<!-- results:begin real-data -->`` and ``<!-- results:end -->`` in ``README.md``
   (:func:`benchmarks.sections.real_data.headline`);
-* the same kind of block in notebook 14's markdown (``<!-- results:begin nb14 -->``), its sentences about the
-  recipe sweep (``nb14-sweep``) and about the corpus (``nb14-corpus``, ``nb14-rare``, ``nb14-subwords``,
-  ``nb14-tied``: :mod:`benchmarks.sections.corpus_facts`).
+* notebook 14's short blocks, which give the headline figures and link to ``benchmarks/README.md`` for the rest:
+  the real-data runs (``<!-- results:begin nb14 -->``: :func:`benchmarks.sections.real_data.notebook_summary`),
+  the recipe sweep (``nb14-sweep``: :func:`benchmarks.sections.recipe_sweep.sweep_summary`) and the corpus
+  (``nb14-corpus``, ``nb14-rare``, ``nb14-subwords``, ``nb14-tied``: :mod:`benchmarks.sections.corpus_facts`).
 
 Run from the repository root::
 
@@ -31,13 +32,16 @@ from benchmarks.sections import real_data, recipe_sweep, stretch, throughput, ti
 from benchmarks.sections.cli_check import load_cli_checks
 from benchmarks.sections.common import RESULTS, ROOT, load_runs
 from benchmarks.sections.corpus_facts import corpus_blocks
-from benchmarks.sections.real_data import headline
-from benchmarks.sections.recipe_sweep import sweep_sentences
+from benchmarks.sections.real_data import headline, notebook_summary
+from benchmarks.sections.recipe_sweep import sweep_summary
+from scripts.stamp_colab import repository_url
 
 BENCH_README = ROOT / "benchmarks" / "README.md"
 README = ROOT / "README.md"
 NOTEBOOK = ROOT / "notebooks" / "14_from_toy_to_real_data.ipynb"
 MARKERS = {"readme": "real-data", "notebook": "nb14"}
+# notebook 14 links to benchmarks/README.md on GitHub: the link works on Colab and on the website too
+BENCH_README_URL = f"{repository_url()}/blob/main/benchmarks/README.md"
 SECTIONS = (real_data, recipe_sweep, stretch, throughput, time_to_bleu)  # benchmarks/README.md, in this order
 
 
@@ -83,12 +87,12 @@ def expected(root: Path = RESULTS) -> dict[Path, str]:
     """What each generated file should contain now."""
     runs, checks = load_runs(root), load_cli_checks(root)
     nb = json.loads(NOTEBOOK.read_text(encoding="utf-8"))
-    nb = notebook_with_blocks(nb, {MARKERS["notebook"]: headline(runs, "notebook", checks),
-                                   "nb14-sweep": sweep_sentences(runs),
+    nb = notebook_with_blocks(nb, {MARKERS["notebook"]: notebook_summary(runs, BENCH_README_URL),
+                                   "nb14-sweep": sweep_summary(runs),
                                    **corpus_blocks(runs)})
     return {
         BENCH_README: render_benchmarks_readme(runs, checks),
-        README: replace_block(README.read_text(encoding="utf-8"), MARKERS["readme"], headline(runs, "readme", checks)),
+        README: replace_block(README.read_text(encoding="utf-8"), MARKERS["readme"], headline(runs, checks)),
         NOTEBOOK: json.dumps(nb, indent=1, ensure_ascii=False, sort_keys=True) + "\n",
     }
 

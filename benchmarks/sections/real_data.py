@@ -1,6 +1,6 @@
 """The real-data section (``benchmarks/real_data.py``): what differs between the three pipelines, each run's
-tables and comparisons, and the short block the README and notebook 14 quote (:func:`headline`), which also
-carries the stretch and recipe-sweep sentences (those runs are real-data runs too).
+tables and comparisons, the block the README quotes (:func:`headline`), which also carries the stretch and
+recipe-sweep sentences (those runs are real-data runs too), and notebook 14's few lines (:func:`notebook_summary`).
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ from benchmarks.sections.common import (
     summary,
 )
 from benchmarks.sections.recipe_sweep import is_sweep, sweep_sentences
-from benchmarks.sections.stretch import is_stretch, stretch_sentence
+from benchmarks.sections.stretch import is_stretch, stretch_result, stretch_sentence
 
 DIFFERENCES = """\
 | | course | nn.Transformer + course recipe | classic recipe |
@@ -141,9 +141,9 @@ def section(runs, checks=None) -> list[str]:
     return out
 
 
-def headline(runs, audience: str, checks: dict[str, list[dict]] | None = None) -> str:
-    """The short block for the README (``audience="readme"``) or notebook 14 (``"notebook"``); ``checks``: the
-    ``cli_check`` records by run (:func:`load_cli_checks`)."""
+def headline(runs, checks: dict[str, list[dict]] | None = None) -> str:
+    """The README's block (notebook 14 has the shorter :func:`notebook_summary`); ``checks``: the ``cli_check``
+    records by run (:func:`load_cli_checks`)."""
     lines = []
     tutorial = runs.get("tutorial")
     if tutorial:
@@ -176,14 +176,52 @@ def headline(runs, audience: str, checks: dict[str, list[dict]] | None = None) -
                   f"size, {statistics.fmean(seconds['default']):.0f} s for the default model (evaluation not "
                   f"included; the slowest of these epochs took {spread:.1f}x as long as the fastest of the same size, "
                   "when other work shared the machine)."]
-    if audience == "readme" and any(is_sweep(run) for run in runs):
+    if any(is_sweep(run) for run in runs):
         lines += ["", "The recipe's peak (and at the tutorial size its tied output layer) re-checked on the validation "
                   "split (`benchmarks/recipe_sweep.py`, 4-epoch runs; the test split is not used):", "", sweep_sentences(runs).rstrip("\n")]
     if not lines:
         lines.append("No real-data results yet.")
     where = ("Per-epoch tables, validation scores, training times and what differs between the pipelines: "
-             "[benchmarks/README.md](benchmarks/README.md).") if audience == "readme" else (
-             "Per-epoch tables and training times: `benchmarks/README.md` in the course repository.")
+             "[benchmarks/README.md](benchmarks/README.md).")
     lines += ["", "Mean ± s.d. (min–max) over the seeds that finished; the best epoch is chosen on the validation "
               "split. " + TEST_CAVEAT + " " + where]
+    return "\n".join(lines) + "\n"
+
+
+def notebook_summary(runs, details: str = "benchmarks/README.md") -> str:
+    """Notebook 14's block (``nb14``): one table of the headline figures with their spread over seeds, two
+    sentences of caveats and a link to the rest (``details``: the address of ``benchmarks/README.md``)."""
+    rows = []
+    per_epoch = lambda rs: statistics.fmean(row["train_seconds"] for r in rs for row in r["epochs"])  # noqa: E731
+    default = complete(runs.get("default", {}).get("course", []))
+    if default:
+        last = len(default[0]["epochs"])
+        rows.append(("the default model (`d_model` 64, 2+2 layers)", last, default,
+                     fmt(summary([metric(r, last, "test") for r in default])), f"{per_epoch(default):.0f}"))
+    tutorial = runs.get("tutorial", {})
+    for pipeline, name in (("course", "the tutorial size (`d_model` 256, 3+3 layers)"),
+                           ("torch_recipe", "the same, as `nn.Transformer`"),
+                           ("classic", "the same, `nn.Transformer` with the classic recipe")):
+        rs = complete(tutorial.get(pipeline, []))
+        if rs:
+            last = len(rs[0]["epochs"])
+            rows.append((name, last, rs, fmt(summary([metric(r, last, "test") for r in rs])), f"{per_epoch(rs):.0f}"))
+    for run in sorted(r for r in runs if is_stretch(r)):
+        res = stretch_result(runs[run], complete(tutorial.get("course", [])))
+        if res:
+            rs = complete(runs[run]["course"])
+            merges = rs[0]["settings"]["course_flags"]
+            merges = int(merges[merges.index("--subword-merges") + 1]) if "--subword-merges" in merges else 0
+            units = f"{merges:,} BPE merges" if merges else "words"
+            rows.append((f"the tutorial size on {units}, {res['decoding']}", res["epochs"], rs, fmt(res["test_lc"]),
+                         f"{per_epoch(rs):.0f}"))
+    if not rows:
+        return "No real-data results yet.\n"
+    lines = ["| run on Multi30k | epochs | seeds | test BLEU | training s per epoch |", "|---|---|---|---|---|"]
+    lines += [f"| {name} | {epochs} | {len(rs)} | {bleu} | {seconds} |" for name, epochs, rs, bleu, seconds in rows]
+    lines += ["", "Test BLEU: `test_2016_flickr`, lower-cased sacreBLEU on detokenized output, the weights after the last "
+              "epoch, mean ± s.d. (min–max) over the seeds. Seconds: training only, on 2 threads of a 2-core machine that "
+              "other work shared at times. The recipe's constants were first tuned on this test split, so its figures may "
+              "be slightly optimistic. Everything else (per-epoch tables, validation scores, what differs between the "
+              f"pipelines, seed-by-seed comparisons, the command-line check): [benchmarks/README.md]({details})."]
     return "\n".join(lines) + "\n"

@@ -1,5 +1,6 @@
 """The recipe re-checked on validation (``benchmarks/recipe_sweep.py``'s ``sweep-*`` runs of the real-data
-benchmark): a table per size, the verdict, the tied output over the whole schedule, and notebook 14's sentences.
+benchmark): a table per size, the verdict, the tied output over the whole schedule (``benchmarks/README.md``), the
+README's sentences (:func:`sweep_sentences`) and notebook 14's short table (:func:`sweep_summary`).
 """
 
 from __future__ import annotations
@@ -77,16 +78,23 @@ def sweep_rows(runs, size: str) -> list[tuple[str, str, str, list[dict]]]:
     return rows
 
 
+def means_over_common_seeds(rows) -> tuple[list[int], dict[str, dict]]:
+    """``(seeds, {setting: summary})``: each setting's validation BLEU after :data:`SWEEP_EPOCH` over the seeds
+    every setting of ``rows`` has finished (no seeds: an empty dict)."""
+    common = sorted(set.intersection(*({r["seed"] for r in records} for *_, records in rows))) if rows else []
+    means = {setting: summary([metric(r, SWEEP_EPOCH, "valid") for r in records if r["seed"] in common])
+             for setting, _, _, records in rows} if common else {}
+    return common, means
+
+
 def sweep_verdict(rows) -> str:
     """One computed sentence: which setting has the best mean over the seeds every setting finished, with the
     means it compares (they can differ from the table's when some settings have fewer seeds)."""
     if len(rows) < 2:
         return ""
-    common = sorted(set.intersection(*({r["seed"] for r in records} for *_, records in rows)))
+    common, means = means_over_common_seeds(rows)
     if not common:
         return ""
-    means = {setting: summary([metric(r, SWEEP_EPOCH, "valid") for r in records if r["seed"] in common])
-             for setting, _, _, records in rows}
     recipe = rows[0][0]
     ranked = sorted(means, key=lambda k: -means[k]["mean"])
     where = (f"On seed {common[0]}, the only seed every setting has finished" if len(common) == 1 else
@@ -135,6 +143,44 @@ def sweep_sentences(runs) -> str:
     if not lines:
         return "No sweep results yet.\n"
     return "\n".join(lines) + "\n"
+
+
+PEAK_COLUMNS = ("peak x0.5", "recipe (x1, as chosen)", "peak x2")
+
+
+def sweep_summary(runs) -> str:
+    """Notebook 14's short account of the re-check (block ``nb14-sweep``): the recipe's peak, half and double it,
+    one row per size, which of them is best, and the tied output over the whole schedule in one sentence."""
+    lines = [f"| validation BLEU after epoch {SWEEP_EPOCH} | peak x0.5 | the recipe's peak | peak x2 |",
+             "|---|---|---|---|"]
+    best_at = {}
+    for size, label in SWEEP_SIZES.items():
+        rows = [row for row in sweep_rows(runs, size) if row[0] in PEAK_COLUMNS]
+        if len(rows) < 2:
+            continue
+        by_setting = {setting: (peak, records) for setting, peak, _, records in rows}
+        cells = [f"{by_setting[c][0]}: {fmt(summary([metric(r, SWEEP_EPOCH, 'valid') for r in by_setting[c][1]]))}"
+                 if c in by_setting else "—" for c in PEAK_COLUMNS]
+        seeds = "/".join(str(n) for n in sorted({len(records) for *_, records in rows}))
+        name = label.split(" (")[0].replace(" with ", ", ")
+        lines.append(f"| {name} ({seeds} seeds) | " + " | ".join(cells) + " |")
+        common, means = means_over_common_seeds(rows)
+        if common:
+            best = max(means, key=lambda k: means[k]["mean"])
+            best_at[name] = "the recipe's peak" if best == PEAK_COLUMNS[1] else best
+    if not best_at:
+        return "No sweep results yet.\n"
+    if set(best_at.values()) == {"the recipe's peak"}:
+        verdict = f"the recipe's peak has the highest mean at {'both sizes' if len(best_at) == 2 else 'every size'}"
+    else:
+        verdict = "the highest mean: " + "; ".join(f"{name}, {best}" for name, best in best_at.items())
+    text = ("\n".join(lines) + "\n\nMean ± s.d. (min–max) over the seeds; over the seeds every setting finished, "
+            + verdict + ".")
+    _, whole = full_horizon(runs)
+    if whole:
+        text += (" The recipe's tied output layer against an untied one over the whole 10-epoch schedule at `d_model` "
+                 "256: " + whole[0].lower() + whole[1:])
+    return text + "\n"
 
 
 def render_sweep(runs) -> str:

@@ -1,8 +1,8 @@
 """Short learning-rate sweeps: how the best peak learning rate moves with the model's width.
 
-Notebook 14 runs :func:`peak_sweep` on the toy corpus: the same short schedule at several peaks, for two
-widths, each run from the same seed, scored by the validation loss. The peak that learns fastest for
-the wider model is lower, which is what ``course_lib.recipe`` builds in (a peak proportional to
+Notebook 14 runs :func:`peak_sweep` on the toy corpus: the same short schedule at several peaks, for three
+widths (``d_model`` 32, 64, 128), each run from the same seed, scored by the validation loss. The peak that
+learns fastest for a wider model is lower, which is what ``course_lib.recipe`` builds in (a peak proportional to
 1 / ``d_model``).
 """
 

@@ -345,7 +345,7 @@ def build_model(spec: RunSpec, config: TransformerConfig, log) -> tuple[Transfor
         return Transformer(config), {}
     from .checkpoint import part_sources
     from .student.assembly import build_transformer
-    from .student.contracts import PartContractError
+    from .student.contracts import USED_BY, PartContractError
     from .student.ownership import ownership_table
     from .student.package import load_my_parts
 
@@ -353,12 +353,12 @@ def build_model(spec: RunSpec, config: TransformerConfig, log) -> tuple[Transfor
         raise UsageError(f"--my-parts {spec.my_parts}: no my_transformer/ folder there (notebooks 02-09 save "
                          f"your parts in notebooks/my_transformer/)")
     try:
-        parts = load_my_parts(spec.my_parts)
+        parts = load_my_parts(spec.my_parts, model="transformer")  # not notebook 15's GPT block
         sources = part_sources(parts)  # read now: a file edited while the model trains is not the one trained
         model = build_transformer(config, parts)
     except PartContractError as exc:
         raise UsageError(f"--my-parts {spec.my_parts}: {exc}") from None
-    log(f"your parts ({len(parts)} of 10 saved):\n{ownership_table(parts)}")
+    log(f"your parts ({len(parts)} of {len(USED_BY['transformer'])} saved):\n{ownership_table(parts)}")
     return model, sources
 
 

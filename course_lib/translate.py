@@ -78,7 +78,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             from .student.package import load_my_parts
 
             try:
-                parts = load_my_parts(args.my_parts)
+                parts = load_my_parts(args.my_parts, model="transformer")  # the translator's parts only
             except PartContractError as exc:
                 raise CheckpointError(f"--my-parts {args.my_parts}: {exc}") from None
             if not parts:

@@ -199,9 +199,10 @@ def test_the_fingerprints_of_supplied_parts_name_the_file_that_changed(tmp_path)
 
     shutil.copytree(Path(__file__).resolve().parents[1] / "notebooks" / "my_transformer", tmp_path / "my_transformer",
                     ignore=shutil.ignore_patterns("__pycache__"))
-    parts = load_my_parts(tmp_path)
+    parts = load_my_parts(tmp_path, model="transformer")  # as the command line loads them
     sources = part_sources(parts)
     assert "my_transformer/masks.py" in sources and len(sources) == 9  # the two masks share one file
+    assert "my_transformer/decoder_only_layer.py" not in sources  # notebook 15's block: not the translator's
     recorded = fingerprints(sources)
     assert changed_parts(recorded, parts) is None
     fewer = {k: v for k, v in recorded.items() if k != "my_transformer/layer_norm.py"}

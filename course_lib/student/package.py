@@ -16,7 +16,7 @@ import sys
 from pathlib import Path
 from types import ModuleType
 
-from .contracts import PARTS, PartContractError
+from .contracts import PARTS, USED_BY, PartContractError
 
 MY_PACKAGE = "my_transformer"
 HEADER = '''"""Your own {module}: saved by `%%my_part {module}` in notebook {notebook}. Edit the notebook cell, not this file."""
@@ -121,18 +121,24 @@ def import_saved(module: str, directory: str | Path = ".", package: str = MY_PAC
     return fresh_import([module], directory, package)[module]
 
 
-def load_my_parts(directory: str | Path = ".", package: str = MY_PACKAGE) -> dict[str, object]:
+def load_my_parts(directory: str | Path = ".", package: str = MY_PACKAGE, model: str | None = None) -> dict[str, object]:
     """Import the parts the notebooks saved in ``<directory>/<package>/`` (fresh, every call).
 
     Args:
         directory: the folder that holds the package (the notebooks' folder).
         package: the package name.
+        model: ``"transformer"`` or ``"gpt"``: only the parts that model is built from
+            (:data:`course_lib.student.contracts.USED_BY`; the command line's translator leaves out notebook 15's
+            block, so a later edit of it does not touch a translator's checkpoint); None: every saved part.
 
     Returns:
         ``{part name: function or class}`` for every part whose file exists; a file that exists but fails to
         import or lacks its function or class is a :class:`PartContractError` naming both.
     """
-    saved = [m for m in module_names() if part_file(m, directory, package).is_file()]
+    if model is not None and model not in USED_BY:
+        raise ValueError(f"model must be one of {sorted(USED_BY)} or None, got {model!r}")
+    wanted = {spec.module for spec in PARTS if model is None or spec.name in USED_BY[model]}
+    saved = [m for m in module_names() if m in wanted and part_file(m, directory, package).is_file()]
     try:
         loaded = fresh_import(saved, directory, package)  # one fresh import: parts importing parts share modules
     except SavedImportError as failure:
@@ -142,7 +148,7 @@ def load_my_parts(directory: str | Path = ".", package: str = MY_PACKAGE) -> dic
                                 f"{type(error).__name__}: {error}") from error
     parts = {}
     for spec in PARTS:
-        if spec.module not in loaded:
+        if spec.module not in loaded or (model is not None and spec.name not in USED_BY[model]):
             continue
         if not hasattr(loaded[spec.module], spec.attribute):
             raise PartContractError(spec.name, f"is missing: {package}/{spec.module}.py defines no {spec.attribute}")

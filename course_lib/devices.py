@@ -119,7 +119,7 @@ def to_model_device(model: nn.Module, *tensors: torch.Tensor | None):
 
 def cuda_precision() -> str:
     """``"bf16"`` on a CUDA card that computes in bfloat16 (Ampere and newer), else ``"fp16"`` (e.g. the T4)."""
-    return "bf16" if torch.cuda.is_bf16_supported() else "fp16"
+    return "bf16" if torch.cuda.is_bf16_supported(including_emulation=False) else "fp16"  # a T4 only emulates bf16
 
 
 def autocast_dtype(device: torch.device, precision: str = "auto") -> torch.dtype | None:

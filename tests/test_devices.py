@@ -239,6 +239,9 @@ def test_on_cuda_auto_means_bf16_or_fp16_with_a_scaler(monkeypatch):
     assert devices.autocast_dtype(torch.device("cuda")) is torch.bfloat16
     monkeypatch.setattr(torch.cuda, "is_bf16_supported", lambda *a, **k: False)  # e.g. Colab's T4
     assert devices.autocast_dtype(torch.device("cuda")) is torch.float16
+    # a T4 (compute capability 7.5) only emulates bfloat16: torch says "supported" unless emulation is excluded
+    monkeypatch.setattr(torch.cuda, "is_bf16_supported", lambda including_emulation=True: including_emulation)
+    assert devices.autocast_dtype(torch.device("cuda")) is torch.float16
 
 
 @pytest.mark.parametrize("precision", ["bf16", "fp16"])

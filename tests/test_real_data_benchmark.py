@@ -399,6 +399,36 @@ def test_report_says_which_checkpoint_and_compares_the_command_line_with_the_sam
             "of that epoch with `--resume`, which repeats the same steps): it kept epoch 2") in resumed
 
 
+def test_a_speed_reference_of_the_checks_day_is_attached_and_the_command_as_given_comes_first(tmp_path):
+    """cli_check/speed/RUN-seedN.json (the benchmark's pipeline, one epoch, the check's day) goes to the check of
+    that run, seed, thread count and day; the sentence says how fast the machine was then, and the check that ran
+    the README's command unchanged is reported before its variants."""
+    rs = [_stretch_record(0, 38.0, 39.0, 45.0, 41.0, seconds=100.0)]
+    rs[0]["started"] = "2026-11-26T07:00:00+00:00"
+    folder = tmp_path / "cli_check"
+    (folder / "speed").mkdir(parents=True)
+    variant = _cli_check(0, [10.0, 38.0], [2.0, 2.1], beam=39.0, greedy=38.0)  # --threads 1: a variant
+    as_given = dict(_cli_check(0, [10.0, 38.0], [2.0, 2.1], beam=40.0, greedy=39.0, threads=2))
+    (folder / "stretch-x-1thread-seed0.json").write_text(json.dumps(variant))
+    (folder / "stretch-x-seed0.json").write_text(json.dumps(as_given))
+    reference = _stretch_record(0, 38.0, 39.0, 45.0, 41.0, seconds=250.0)
+    reference.update(started="2026-11-27T05:00:00+00:00", threads=2)
+    (folder / "speed" / "stretch-x-seed0.json").write_text(json.dumps(reference))
+    checks = cli_check_section.load_cli_checks(tmp_path / "real_data")["stretch-x"]
+    assert [("speed_reference" in c, c["threads"]) for c in checks] == [(False, 1), (True, 2)]  # 1 thread: not that run
+    text = cli_check_section.checkpoint_sentence({"course": rs}, checks)
+    assert text.index("as the README gives it (") < text.index("as the README gives it but with `--threads 1`")
+    assert ("; the machine was slower that day: the benchmark's own pipeline, run for one epoch straight after on "
+            "the same machine, trained its first epoch in 250 s, against 100 s in the benchmark's seed 0 (2026-11-26; "
+            "the command line's first epoch: 5 s), so the minutes of the two runs do not compare):") in text
+    assert text.count("that day") == 1
+    reference["settings"]["course_flags"] = ["--subword-merges", "8000"]  # another pipeline: no reference
+    assert "that day" not in cli_check_section.checkpoint_sentence({"course": rs}, [dict(checks[1], speed_reference=reference)])
+    reference.update(started="2026-11-28T05:00:00+00:00")  # another day: not attached
+    (folder / "speed" / "stretch-x-seed0.json").write_text(json.dumps(reference))
+    assert not any("speed_reference" in c for c in cli_check_section.load_cli_checks(tmp_path / "real_data")["stretch-x"])
+
+
 def test_cli_check_reads_what_the_command_line_prints(tmp_path, capsys):
     from course_lib import train as train_cli
 

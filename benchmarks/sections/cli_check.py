@@ -12,13 +12,41 @@ from benchmarks.sections.common import RESULTS, chosen_epoch, complete, metric
 CLI_CHECKS = "cli_check"  # a folder beside RESULTS: benchmarks/cli_check.py's results files
 
 
+SPEED = "speed"  # inside CLI_CHECKS: RUN-seedN.json, the benchmark's own pipeline for one epoch, run on a check's day
+
+
 def load_cli_checks(root: Path = RESULTS) -> dict[str, list[dict]]:
-    """``{run: [cli_check record per seed, sorted by seed]}`` from the ``cli_check`` folder beside ``root``."""
+    """``{run: [cli_check record per seed, sorted by seed]}`` from the ``cli_check`` folder beside ``root``.
+
+    A speed reference (``cli_check/speed/RUN-seedN.json``: a ``benchmarks.real_data`` record of the same run's
+    pipeline, seed and thread count, stopped after one epoch, run on the same machine the day a check ran) is
+    attached to that day's check as ``speed_reference``.
+    """
+    folder = root.parent / CLI_CHECKS
     checks: dict[str, list[dict]] = {}
-    for path in sorted((root.parent / CLI_CHECKS).glob("*-seed*.json")):
+    for path in sorted(folder.glob("*-seed*.json")):
         record = json.loads(path.read_text())
         checks.setdefault(record["run"], []).append(record)
+    for path in sorted((folder / SPEED).glob("*-seed*.json")):
+        run, reference = path.stem.rsplit("-seed", 1)[0], json.loads(path.read_text())
+        for check in checks.get(run, []):
+            if (check["seed"], check["threads"], check["started"][:10]) == (
+                    reference["seed"], reference["threads"], reference["started"][:10]):
+                check["speed_reference"] = reference
     return {run: sorted(records, key=lambda r: r["seed"]) for run, records in checks.items()}
+
+
+def _speed(check: dict, bench: dict) -> str:
+    """How fast the machine was on the check's day: the benchmark's pipeline's first epoch then and on its own day."""
+    reference = check.get("speed_reference")
+    if not reference or not check["epochs"] or reference["settings"]["course_flags"] != bench["settings"]["course_flags"]:
+        return ""
+    today, then = reference["epochs"][0]["train_seconds"], bench["epochs"][0]["train_seconds"]
+    pace = "slower" if today > 1.2 * then else "faster" if then > 1.2 * today else "about as fast"
+    return (f"; the machine was {pace} that day: the benchmark's own pipeline, run for one epoch straight after on "
+            f"the same machine, trained its first epoch in {today:.0f} s, against {then:.0f} s in the benchmark's "
+            f"seed {check['seed']} ({bench['started'][:10]}; the command line's first epoch: "
+            f"{check['epochs'][0]['seconds']:.0f} s), so the minutes of the two runs do not compare")
 
 
 def _agreement(pairs: list[tuple[float, float]], seed: int) -> str:
@@ -57,7 +85,11 @@ def checkpoint_sentence(pipelines: dict[str, list[dict]], checks: list[dict] | N
                  "whose test figure the benchmark did not score)")
     text += ("; `--keep last` keeps the last epoch, the benchmark's checkpoint on every seed; `--keep loss` keeps "
              "the lowest validation loss, which with label smoothing can bottom out epochs before BLEU peaks.")
-    for check in (c for c in checks or [] if c.get("complete") and c["seed"] in by_seed):
+    def as_given_first(check: dict) -> tuple:  # the README's command unchanged first, then variants
+        return (check["seed"], check["threads"] != by_seed[check["seed"]]["threads"] or "--keep" in check["flags"])
+
+    done = sorted((c for c in checks or [] if c.get("complete") and c["seed"] in by_seed), key=as_given_first)
+    for check in done:
         bench, test = by_seed[check["seed"]]["epochs"][-1], check["test"]
         beam = int(check["flags"][check["flags"].index("--beam") + 1]) if "--beam" in check["flags"] else 4
         ours = test.get("test_bleu_lc_beam") if beam > 1 else test["test_bleu_lc_greedy"]
@@ -77,6 +109,7 @@ def checkpoint_sentence(pipelines: dict[str, list[dict]], checks: list[dict] | N
                  f"{check['seed']}, {check['started'][:10]}: {check['train_seconds'] / 60:.1f} minutes of training on "
                  f"{check['threads']} thread{'s' if check['threads'] != 1 else ''}" + (f", 1-minute load {load['mean']:.1f} on average, up to {load['max']:.1f}"
                                                   if load.get("samples") else "")
+                 + _speed(check, by_seed[check["seed"]])
                  + (f"; interrupted after epoch {resumed} and continued from its own checkpoint of that epoch with "
                     "`--resume`, which repeats the same steps" if resumed else "")
                  + f"): it kept epoch {check['kept_epoch']} of {len(check['epochs'])} by `--keep {check['keep']}`"

@@ -233,3 +233,19 @@ def test_toy_references_rejoin_to_the_file_text():
     for split in ("valid", "test"):
         references = [target for _, target in load_toy_corpus(split)]
         assert [detokenize(english(r)) for r in references] == references
+
+
+def test_output_limits_are_one_and_a_half_times_the_source_plus_ten_per_sentence():
+    """The default limit notebook 12 quotes (1.5 x the input length + 10, the paper's is + 50): per sentence, so
+    padding in a batch changes nothing; capped by the model's position table; ``max_len`` overrides it."""
+    from types import SimpleNamespace
+
+    from course_lib.decoding import output_limits
+
+    model = SimpleNamespace(config=SimpleNamespace(max_len=30))
+    src = torch.tensor([[5, 6, 7, 2, 0, 0, 0, 0, 0], [5, 6, 7, 8, 9, 6, 7, 8, 2]])  # 4 and 9 real tokens
+    assert output_limits(model, src, None).tolist() == [4 * 3 // 2 + 10, 9 * 3 // 2 + 10]  # 16 and 23
+    assert output_limits(model, src[:1, :4], None).tolist() == [16]  # alone, without padding: the same limit
+    long = torch.full((1, 20), 5)
+    assert output_limits(model, long, None).tolist() == [30]  # 40 capped at config.max_len
+    assert output_limits(model, src, 7).tolist() == [7, 7] and output_limits(model, src, 99).tolist() == [30, 30]

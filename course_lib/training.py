@@ -526,13 +526,20 @@ class _Trainer:
         """Validate, record the history entry, run the callbacks, keep the weights if ``select_by`` chooses them."""
         entry = {"epoch": self.epoch, "step": self.step, "train_loss": train_stats.loss,
                  "train_ppl": _perplexity(train_stats.nll)}
-        if self.valid_loader is not None:
-            valid = evaluate_loss(self.model, self.valid_loader, self.criterion, self.device)
-            entry.update(valid_loss=valid.loss, valid_ppl=_perplexity(valid.nll), valid_accuracy=valid.accuracy)
-        entry.update(lr=self.scheduler.get_last_lr()[0], tokens=train_stats.n_tokens,
-                     seconds=self.train_seconds, wall_seconds=wall_start + time.perf_counter())
-        self.history.append(entry)
-        wants_stop = any([bool(cb.on_epoch_end(self.history)) for cb in self.callbacks])  # BleuCallback scores here
+        # Validation must not move the training's random numbers (dropout): iterating a DataLoader draws a seed
+        # from the global generator, so without this a run that validates, or scores BLEU, would train other
+        # weights than the same run without (or than benchmarks/real_data.py, which validates outside train).
+        training_rng = capture_rng_state()
+        try:
+            if self.valid_loader is not None:
+                valid = evaluate_loss(self.model, self.valid_loader, self.criterion, self.device)
+                entry.update(valid_loss=valid.loss, valid_ppl=_perplexity(valid.nll), valid_accuracy=valid.accuracy)
+            entry.update(lr=self.scheduler.get_last_lr()[0], tokens=train_stats.n_tokens,
+                         seconds=self.train_seconds, wall_seconds=wall_start + time.perf_counter())
+            self.history.append(entry)
+            wants_stop = any([bool(cb.on_epoch_end(self.history)) for cb in self.callbacks])  # BleuCallback scores here
+        finally:
+            restore_rng_state(training_rng)
         self.keep_if_chosen()
         self.save(self.config.last_checkpoint)
         return distributed.any_process(wants_stop, self.device) if distributed.is_distributed() else wants_stop

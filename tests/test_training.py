@@ -377,3 +377,18 @@ def test_resuming_keeps_the_epoch_the_rule_chose_before_the_interruption(tmp_pat
     run(3, **paths)  # interrupted after epoch 3: epoch 2 is the best so far
     resumed, _ = run(4, resume_from=paths["last_checkpoint"], **paths)
     assert same_weights(whole, scripted.states[2]) and same_weights(resumed, scripted.states[2])
+
+
+def test_validation_does_not_change_what_a_run_with_dropout_trains():
+    """Iterating a DataLoader draws a seed from the global generator; validation (loss, BLEU callbacks) runs with
+    the training's random state put back afterwards, so with dropout the same run trains the same weights with a
+    validation split or without (and the command line trains what benchmarks/real_data.py trains)."""
+    from torch.utils.data import DataLoader
+
+    weights = {}
+    for name, valid in (("without", None), ("with", DataLoader(copy_batches(2, 8, seed=1), batch_size=None))):
+        model = tiny_model(dropout=0.1)
+        train(model, copy_batches(4, 8, seed=0), valid, quiet(epochs=3, ema_decay=None, restore_best=False, seed=5))
+        weights[name] = model.state_dict()
+    for key, value in weights["without"].items():
+        assert torch.equal(value, weights["with"][key]), key

@@ -443,6 +443,36 @@ def test_cli_check_reads_what_the_command_line_prints(tmp_path, capsys):
     assert printed["kept_reason"].startswith(f"kept epoch {printed['kept_epoch']} of 2: the highest validation BLEU")
 
 
+def test_the_command_line_trains_what_the_benchmark_trains_with_dropout(tmp_path, capsys):
+    """Same data files, flags, seed and threads: the command line (which validates inside ``train``) and the
+    benchmark's course pipeline (which validates outside it) print the same training loss and validation BLEU
+    after every epoch, with dropout on; before validation put the random state back, they parted from epoch 2."""
+    from course_lib import train as train_cli
+
+    write_multi30k_style(tmp_path, n_train=120)
+    model = ["--d-model", "16", "--n-heads", "2", "--d-ff", "32", "--layers", "1", "--dropout", "0.3"]
+    threads = torch.get_num_threads()
+    try:
+        out = real_data.main(["--data-dir", str(tmp_path), "--results-dir", str(tmp_path / "results"), "--run", "eq",
+                              "--epochs", "3", "--threads", "1", "--seeds", "0", "--pipelines", "course",
+                              "--valid-only", *model])
+        capsys.readouterr()
+        files = {side: [str(tmp_path / f"{name}.{lang}.gz") for name in ("train", "val", "test_2016_flickr")]
+                 for side, lang in (("src", "de"), ("tgt", "en"))}
+        assert train_cli.main(["--src-files", *files["src"], "--tgt-files", *files["tgt"], *model, "--epochs", "3",
+                               "--threads", "1", "--time-budget", "0", "--no-progress", "--samples", "0",
+                               "--beam", "1", "--output", str(tmp_path / "m.pt")]) == 0
+    finally:
+        torch.set_num_threads(threads)
+    printed = cli_check.parse_log(capsys.readouterr().out)["epochs"]
+    bench = json.loads((out / "course-seed0.json").read_text())["epochs"]
+    assert len(printed) == len(bench) == 3
+    for ours, theirs in zip(printed, bench, strict=True):
+        assert ours["step"] == theirs["step"]
+        assert ours["train_loss"] == round(theirs["train_loss"], 3), ours["epoch"]
+        assert ours["valid_bleu_lc"] == round(theirs["valid"]["bleu_lc"], 2), ours["epoch"]
+
+
 def _readme_command(marker: str) -> list[str]:
     """The flags of the README's command that follows the comment line containing ``marker``."""
     lines = (BENCHMARKS.parent / "README.md").read_text(encoding="utf-8").splitlines()

@@ -98,7 +98,7 @@ class SinusoidalPositionalEncoding(nn.Module):
             student's own, in ``Transformer(config, parts)``).
 
     Attributes:
-        pe: the table ``(max_len, d_model)`` (a buffer: saved, moved with the module, not trained).
+        pe: the table ``(max_len, d_model)`` (a non-persistent buffer: moved with the module by ``.to()``, not trained, not in the ``state_dict``: it is rebuilt from ``max_len`` and ``d_model``).
     """
 
     def __init__(self, d_model: int, max_len: int = 512, dropout: float = 0.0, table: torch.Tensor | None = None):
